@@ -1,0 +1,83 @@
+"""The error hierarchy. Every error mergetable raises on purpose is a :class:`MergeTableError`."""
+
+from __future__ import annotations
+
+
+class MergeTableError(Exception):
+    """Root of every error raised by mergetable."""
+
+
+class OptionsError(MergeTableError, ValueError):
+    """A table or read/write option is unknown, malformed or conflicts with another one."""
+
+    def __init__(self, option: str, message: str) -> None:
+        self.option = option
+        super().__init__(f"option '{option}': {message}")
+
+
+class SchemaError(MergeTableError, ValueError):
+    """Data or a schema does not fit the table schema (missing column, wrong type, null key ...)."""
+
+    def __init__(self, message: str, column: str | None = None) -> None:
+        self.column = column
+        super().__init__(message if column is None else f"column '{column}': {message}")
+
+
+class MergeError(MergeTableError):
+    """A merge engine cannot merge the records it was given (e.g. a delete the engine does not accept)."""
+
+
+class CommitConflictError(MergeTableError):
+    """A commit conflicts with a concurrent one and cannot be retried (or retries were exhausted)."""
+
+
+class CommitStateUnknownError(MergeTableError):
+    """A commit may or may not have landed (storage failed after the snapshot write was attempted)."""
+
+
+class CorruptMetadataError(MergeTableError):
+    """A metadata file (schema, snapshot, manifest, tag) cannot be read or parsed."""
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: {message}")
+
+
+class DataFileError(MergeTableError):
+    """A data file referenced by the table is missing or unreadable."""
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: {message}")
+
+
+class TableNotFoundError(MergeTableError, FileNotFoundError):
+    """No table exists at the given location."""
+
+
+class TableExistsError(MergeTableError, FileExistsError):
+    """A table already exists at the given location."""
+
+
+class SnapshotNotFoundError(MergeTableError, LookupError):
+    """The requested snapshot, timestamp or tag does not exist."""
+
+
+class UnsupportedError(MergeTableError, NotImplementedError):
+    """The requested feature or mode is not supported."""
+
+
+__all__ = [
+    "CommitConflictError",
+    "CommitStateUnknownError",
+    "CorruptMetadataError",
+    "DataFileError",
+    "MergeError",
+    "MergeTableError",
+    "OptionsError",
+    "SchemaError",
+    "SnapshotNotFoundError",
+    "TableExistsError",
+    "TableNotFoundError",
+    "UnsupportedError",
+]

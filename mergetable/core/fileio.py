@@ -1,0 +1,154 @@
+"""Storage access over fsspec: read, write, atomic create-if-absent, list, delete.
+
+``write_if_absent`` is the primitive the commit protocol rests on. On a local file system it writes a
+temporary file and publishes it with ``os.link`` (fails if the target exists, never shows partial
+content); on object stores it uses a conditional put (``If-None-Match: *`` via fsspec's
+``mode="create"``); on the in-memory file system it is guarded by a process-wide lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import fsspec
+import pyarrow.fs as pafs
+from fsspec.implementations.local import LocalFileSystem
+from fsspec.implementations.memory import MemoryFileSystem
+
+from mergetable.core.errors import CommitStateUnknownError
+
+_MEMORY_LOCK = threading.Lock()
+
+
+class FileIO:
+    """A table root plus the fsspec file system that holds it. Paths given to methods are absolute."""
+
+    def __init__(self, uri: str, storage_options: dict[str, Any] | None = None) -> None:
+        self.storage_options = dict(storage_options or {})
+        fs, root = fsspec.core.url_to_fs(str(uri), **self.storage_options)
+        self.fs: fsspec.AbstractFileSystem = fs
+        self.uri = str(uri)
+        self.root = root.rstrip("/") if root not in ("/", "") else root
+        self.is_local = isinstance(fs, LocalFileSystem)
+        self.is_memory = isinstance(fs, MemoryFileSystem)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FileIO, (self.uri, self.storage_options))
+
+    # -- paths ------------------------------------------------------------------------------------
+    def join(self, *parts: str) -> str:
+        return "/".join([self.root, *[p.strip("/") for p in parts if p]])
+
+    # -- reading ----------------------------------------------------------------------------------
+    def exists(self, path: str) -> bool:
+        return bool(self.fs.exists(path))
+
+    def read_bytes(self, path: str) -> bytes:
+        data: bytes = self.fs.cat_file(path)
+        return data
+
+    def read_text(self, path: str) -> str:
+        return self.read_bytes(path).decode("utf-8")
+
+    def size(self, path: str) -> int:
+        return int(self.fs.size(path))
+
+    def list_names(self, directory: str) -> list[str]:
+        """Base names in ``directory`` (empty if it does not exist)."""
+        try:
+            entries = self.fs.ls(directory, detail=False)
+        except FileNotFoundError:
+            return []
+        return [str(e).rstrip("/").rsplit("/", 1)[-1] for e in entries]
+
+    def walk_files(self, directory: str) -> Iterator[tuple[str, float | None]]:
+        """Every file under ``directory`` with its modification time (seconds) where known."""
+        try:
+            found = self.fs.find(directory, detail=True)
+        except FileNotFoundError:
+            return
+        for path, info in found.items():
+            if info.get("type") == "directory":
+                continue
+            mtime = info.get("mtime") or info.get("LastModified") or info.get("created")
+            if hasattr(mtime, "timestamp"):
+                mtime = mtime.timestamp()
+            yield str(path), (float(mtime) if mtime is not None else None)
+
+    def arrow_fs(self) -> pafs.FileSystem:
+        """A pyarrow file system for Parquet I/O on the same storage."""
+        if self.is_local:
+            return pafs.LocalFileSystem()
+        return pafs.PyFileSystem(pafs.FSSpecHandler(self.fs))
+
+    # -- writing ----------------------------------------------------------------------------------
+    def makedirs(self, directory: str) -> None:
+        if self.is_local or self.is_memory:
+            self.fs.makedirs(directory, exist_ok=True)
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Write (overwrite) a whole file; local writes go through a temp file and an atomic rename."""
+        parent = path.rsplit("/", 1)[0]
+        self.makedirs(parent)
+        if self.is_local:
+            tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        else:
+            self.fs.pipe_file(path, data)
+
+    def write_if_absent(self, path: str, data: bytes) -> bool:
+        """Create ``path`` with ``data`` only if it does not exist. True if this call created it.
+
+        Atomic across processes: exactly one of several racing callers wins, and readers never see
+        partial content.
+        """
+        parent = path.rsplit("/", 1)[0]
+        self.makedirs(parent)
+        if self.is_local:
+            tmp = f"{parent}/.{path.rsplit('/', 1)[-1]}.{uuid.uuid4().hex}.tmp"
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            try:
+                os.link(tmp, path)
+                return True
+            except FileExistsError:
+                return False
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+        if self.is_memory:
+            with _MEMORY_LOCK:
+                if self.fs.exists(path):
+                    return False
+                self.fs.pipe_file(path, data)
+                return True
+        try:
+            self.fs.pipe_file(path, data, mode="create")
+            return True
+        except FileExistsError:
+            return False
+        except OSError as exc:  # the conditional put may or may not have been applied
+            raise CommitStateUnknownError(f"conditional create of {path} failed: {exc}") from exc
+
+    def delete(self, path: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.fs.rm_file(path)
+
+    def delete_quietly(self, paths: list[str]) -> list[str]:
+        """Delete files, returning the ones that could not be deleted."""
+        failed = []
+        for p in paths:
+            try:
+                self.delete(p)
+            except OSError:
+                failed.append(p)
+        return failed

@@ -1,0 +1,68 @@
+"""The merge-engine protocol and registry shared by the write buffer, merge-on-read and compaction."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import pyarrow as pa
+
+from mergetable.core.errors import OptionsError
+from mergetable.core.options import MergeEngine
+from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
+
+
+class MergeFunction(Protocol):
+    """Folds every key's records (oldest → newest) into one record, vectorized over Arrow.
+
+    ``merge(rows)`` takes the records of one or more sorted runs of one bucket, in any physical order,
+    with the key columns, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND`` and (a subset of) the value columns. It
+    returns one row per key, sorted by key, with the same columns. The result's ``_SEQUENCE_NUMBER`` is
+    that of the key's newest record and its ``_VALUE_KIND`` follows the engine: a retract kind (-U/-D)
+    means the key has no visible row (readers drop it; compaction to the top level drops it).
+    A key with a single record is returned unchanged (Paimon's single-record passthrough).
+    """
+
+    def merge(self, rows: pa.Table, seq_ordered: bool = False) -> pa.Table: ...
+
+    def required_columns(self, wanted: Sequence[str]) -> list[str]:
+        """Value columns that must be read to produce ``wanted`` correctly (a superset of ``wanted``)."""
+        ...
+
+
+Factory = Callable[[TableSchema], MergeFunction]
+_REGISTRY: dict[MergeEngine, Factory] = {}
+_VALIDATORS: dict[MergeEngine, Callable[[TableSchema], None]] = {}
+
+
+def register(
+    engine: MergeEngine, factory: Factory, validator: Callable[[TableSchema], None] | None = None
+) -> None:
+    """Register the factory (and optional create-time validator) of a merge engine."""
+    _REGISTRY[engine] = factory
+    if validator is not None:
+        _VALIDATORS[engine] = validator
+
+
+def create_merge_function(schema: TableSchema) -> MergeFunction:
+    engine = schema.table_options.merge_engine
+    try:
+        factory = _REGISTRY[engine]
+    except KeyError:
+        raise OptionsError("merge-engine", f"merge engine '{engine.value}' is not available") from None
+    return factory(schema)
+
+
+def validate_merge_options(schema: TableSchema) -> None:
+    """Create-time validation of the engine's options (raises OptionsError / SchemaError)."""
+    engine = schema.table_options.merge_engine
+    if engine not in _REGISTRY:
+        raise OptionsError("merge-engine", f"merge engine '{engine.value}' is not available")
+    validator = _VALIDATORS.get(engine)
+    if validator is not None:
+        validator(schema)
+    create_merge_function(schema)
+
+
+def system_and_key_columns(schema: TableSchema) -> list[str]:
+    return [*schema.trimmed_primary_keys, SEQUENCE_NUMBER, VALUE_KIND]

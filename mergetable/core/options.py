@@ -1,0 +1,357 @@
+"""Typed table options over Paimon's string map.
+
+Options are given as ``dict[str, str]`` with Paimon's keys (``bucket``, ``merge-engine``,
+``sequence.field`` ...). :meth:`TableOptions.from_map` validates them into a frozen model; an unknown
+key or a malformed value raises :class:`~mergetable.core.errors.OptionsError` naming the key.
+Fluss spellings (``table.merge-engine``, ``fields.<f>.agg`` ...) are accepted as aliases and normalised
+to Paimon's. Per-field options (``fields.<f>.<x>``) are kept as a string map in :attr:`field_options`;
+the merge engines interpret them.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+from mergetable.core.errors import OptionsError
+
+
+class MergeEngine(StrEnum):
+    DEDUPLICATE = "deduplicate"
+    PARTIAL_UPDATE = "partial-update"
+    AGGREGATION = "aggregation"
+    FIRST_ROW = "first-row"
+    VERSIONED = "versioned"
+
+
+class ChangelogProducer(StrEnum):
+    NONE = "none"
+    INPUT = "input"
+    LOOKUP = "lookup"
+    FULL_COMPACTION = "full-compaction"
+
+
+class SortOrder(StrEnum):
+    ASCENDING = "ascending"
+    DESCENDING = "descending"
+
+
+class DeleteBehavior(StrEnum):
+    ALLOW = "allow"
+    IGNORE = "ignore"
+    DISABLE = "disable"
+
+
+_SIZE_UNITS = {
+    "": 1, "b": 1, "bytes": 1,
+    "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10,
+    "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
+    "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
+    "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40,
+}  # fmt: skip
+_DURATION_UNITS_MS = {
+    "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
+    "": 1000, "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
+    "m": 60_000, "min": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000,
+    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
+    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
+}  # fmt: skip
+_NUMBER_UNIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_memory_size(value: object) -> int:
+    """Parse ``256mb``, ``128 MB``, ``1g`` or a plain byte count into bytes."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    m = _NUMBER_UNIT.match(str(value))
+    if not m or m.group(2).lower() not in _SIZE_UNITS:
+        raise ValueError(f"'{value}' is not a memory size (e.g. 256mb, 1 gb, 1048576)")
+    return int(float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()])
+
+
+def parse_duration_ms(value: object) -> int:
+    """Parse ``10 s``, ``10ms``, ``1h``, ``1 min`` (a bare number means seconds, as in Paimon) into milliseconds."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    m = _NUMBER_UNIT.match(str(value))
+    if not m or m.group(2).lower() not in _DURATION_UNITS_MS:
+        raise ValueError(f"'{value}' is not a duration (e.g. 10 s, 500ms, 1 h)")
+    return int(float(m.group(1)) * _DURATION_UNITS_MS[m.group(2).lower()])
+
+
+def parse_bool(value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "false"):
+        return text == "true"
+    raise ValueError(f"'{value}' is not a boolean (true or false)")
+
+
+def parse_int(value: object) -> int:
+    if isinstance(value, bool):
+        raise ValueError(f"'{value}' is not an integer")
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise ValueError(f"'{value}' is not an integer") from None
+
+
+def parse_list(value: object) -> tuple[str, ...]:
+    if isinstance(value, list | tuple):
+        return tuple(str(v).strip() for v in value)
+    return tuple(part.strip() for part in str(value).split(",") if part.strip())
+
+
+def _lower(value: object) -> object:
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+MemorySize = Annotated[int, BeforeValidator(parse_memory_size)]
+Duration = Annotated[int, BeforeValidator(parse_duration_ms)]
+Bool = Annotated[bool, BeforeValidator(parse_bool)]
+Int = Annotated[int, BeforeValidator(parse_int)]
+Names = Annotated[tuple[str, ...], BeforeValidator(parse_list)]
+
+# Keys that mean the same as another key (Paimon fallback keys and Fluss spellings).
+_FALLBACK_KEYS = {
+    "first-row.ignore-delete": "ignore-delete",
+    "deduplicate.ignore-delete": "ignore-delete",
+    "partial-update.ignore-delete": "ignore-delete",
+    "write.compaction-skip": "write-only",
+    "table.merge-engine": "merge-engine",
+    "table.merge-engine.versioned.ver-column": "versioned.ver-column",
+}
+_FLUSS_ENGINE_NAMES = {"first_row": "first-row", "default": "deduplicate"}
+# Fluss per-field spellings: fields.<f>.agg -> fields.<f>.aggregate-function,
+# fields.<f>.<fn>.delimiter -> fields.<f>.list-agg-delimiter.
+_FLUSS_FIELD_SUFFIXES = {"agg": "aggregate-function"}
+
+
+class TableOptions(BaseModel):
+    """The effective options of a table. Build with :meth:`from_map`; dump with :meth:`to_map`."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid")
+
+    # layout
+    bucket: Int = Field(1, alias="bucket")
+    bucket_key: Names = Field((), alias="bucket-key")
+    file_format: str = Field("parquet", alias="file.format")
+    file_compression: str = Field("zstd", alias="file.compression")
+    file_compression_level: Int | None = Field(None, alias="file.compression.zstd-level")
+    data_file_prefix: str = Field("data-", alias="data-file.prefix")
+    changelog_file_prefix: str = Field("changelog-", alias="changelog-file.prefix")
+    partition_default_name: str = Field("__DEFAULT_PARTITION__", alias="partition.default-name")
+    # merging
+    merge_engine: MergeEngine = Field(MergeEngine.DEDUPLICATE, alias="merge-engine")
+    ignore_delete: Bool = Field(False, alias="ignore-delete")
+    ignore_update_before: Bool = Field(False, alias="ignore-update-before")
+    sequence_field: Names = Field((), alias="sequence.field")
+    sequence_field_sort_order: SortOrder = Field(SortOrder.ASCENDING, alias="sequence.field.sort-order")
+    rowkind_field: str | None = Field(None, alias="rowkind.field")
+    partial_update_remove_record_on_delete: Bool = Field(False, alias="partial-update.remove-record-on-delete")
+    partial_update_remove_record_on_sequence_group: Names = Field(
+        (), alias="partial-update.remove-record-on-sequence-group"
+    )
+    aggregation_remove_record_on_delete: Bool = Field(False, alias="aggregation.remove-record-on-delete")
+    default_aggregate_function: str | None = Field(None, alias="fields.default-aggregate-function")
+    delete_behavior: DeleteBehavior | None = Field(None, alias="table.delete.behavior")
+    versioned_ver_column: str | None = Field(None, alias="versioned.ver-column")
+    field_options: dict[str, str] = Field(default_factory=dict, alias="field-options")
+    # writing
+    write_buffer_size: MemorySize = Field(256 << 20, alias="write-buffer-size")
+    target_file_size: MemorySize = Field(128 << 20, alias="target-file-size")
+    write_only: Bool = Field(False, alias="write-only")
+    dynamic_partition_overwrite: Bool = Field(True, alias="dynamic-partition-overwrite")
+    # commit and manifests
+    commit_max_retries: Int = Field(10, alias="commit.max-retries")
+    commit_timeout: Duration | None = Field(None, alias="commit.timeout")
+    commit_min_retry_wait: Duration = Field(10, alias="commit.min-retry-wait")
+    commit_max_retry_wait: Duration = Field(10_000, alias="commit.max-retry-wait")
+    manifest_merge_min_count: Int = Field(30, alias="manifest.merge-min-count")
+    manifest_target_file_size: MemorySize = Field(8 << 20, alias="manifest.target-file-size")
+    manifest_full_compaction_threshold_size: MemorySize = Field(
+        16 << 20, alias="manifest.full-compaction-threshold-size"
+    )
+    # expiration
+    snapshot_num_retained_min: Int = Field(10, alias="snapshot.num-retained.min")
+    snapshot_num_retained_max: Int = Field(2**31 - 1, alias="snapshot.num-retained.max")
+    snapshot_time_retained: Duration = Field(3_600_000, alias="snapshot.time-retained")
+    snapshot_expire_limit: Int = Field(50, alias="snapshot.expire.limit")
+    # compaction and changelog
+    num_sorted_run_compaction_trigger: Int = Field(5, alias="num-sorted-run.compaction-trigger")
+    num_sorted_run_stop_trigger: Int | None = Field(None, alias="num-sorted-run.stop-trigger")
+    num_levels: Int | None = Field(None, alias="num-levels")
+    compaction_max_size_amplification_percent: Int = Field(200, alias="compaction.max-size-amplification-percent")
+    compaction_size_ratio: Int = Field(1, alias="compaction.size-ratio")
+    compaction_small_file_ratio: float = Field(0.7, alias="compaction.small-file-ratio")
+    full_compaction_delta_commits: Int | None = Field(None, alias="full-compaction.delta-commits")
+    changelog_producer: ChangelogProducer = Field(ChangelogProducer.NONE, alias="changelog-producer")
+    changelog_row_deduplicate: Bool = Field(False, alias="changelog-producer.row-deduplicate")
+    changelog_row_deduplicate_ignore_fields: Names = Field(
+        (), alias="changelog-producer.row-deduplicate-ignore-fields"
+    )
+    changelog_compaction_interval: Duration | None = Field(None, alias="changelog-producer.compaction-interval")
+    lookup_wait: Bool = Field(True, alias="lookup-wait")
+    force_lookup: Bool = Field(False, alias="force-lookup")
+
+    def _check_ranges(self) -> TableOptions:
+        if self.bucket == -1 or self.bucket == -2:
+            raise OptionsError("bucket", f"bucket={self.bucket} (dynamic/postpone bucket mode) is not supported")
+        if self.bucket < 1:
+            raise OptionsError("bucket", f"must be >= 1, got {self.bucket}")
+        if self.file_format.lower() != "parquet":
+            raise OptionsError("file.format", f"only 'parquet' is supported, got '{self.file_format}'")
+        if self.file_compression.lower() not in ("zstd", "snappy", "gzip", "brotli", "lz4", "none", "uncompressed"):
+            raise OptionsError("file.compression", f"unknown compression '{self.file_compression}'")
+        for key, value in (
+            ("write-buffer-size", self.write_buffer_size),
+            ("target-file-size", self.target_file_size),
+            ("manifest.target-file-size", self.manifest_target_file_size),
+        ):
+            if value <= 0:
+                raise OptionsError(key, f"must be positive, got {value}")
+        if self.commit_max_retries < 0:
+            raise OptionsError("commit.max-retries", "must be >= 0")
+        if self.manifest_merge_min_count < 1:
+            raise OptionsError("manifest.merge-min-count", "must be >= 1")
+        if self.num_sorted_run_compaction_trigger < 1:
+            raise OptionsError("num-sorted-run.compaction-trigger", "must be >= 1")
+        if self.num_levels is not None and self.num_levels < 2:
+            raise OptionsError("num-levels", "must be >= 2")
+        if self.full_compaction_delta_commits is not None and self.full_compaction_delta_commits < 1:
+            raise OptionsError("full-compaction.delta-commits", "must be >= 1")
+        if self.snapshot_num_retained_min < 1:
+            raise OptionsError("snapshot.num-retained.min", "must be >= 1")
+        if self.snapshot_num_retained_max < self.snapshot_num_retained_min:
+            raise OptionsError("snapshot.num-retained.max", "must be >= snapshot.num-retained.min")
+        return self
+
+    # -- derived values -------------------------------------------------------------------------
+    @property
+    def stop_trigger(self) -> int:
+        return self.num_sorted_run_stop_trigger or self.num_sorted_run_compaction_trigger + 3
+
+    @property
+    def max_levels(self) -> int:
+        return self.num_levels or self.num_sorted_run_compaction_trigger + 1
+
+    def field_option(self, field: str, suffix: str) -> str | None:
+        """The value of ``fields.<field>.<suffix>``, if set."""
+        return self.field_options.get(f"fields.{field}.{suffix}")
+
+    # -- (de)serialisation ----------------------------------------------------------------------
+    @classmethod
+    def from_map(cls, options: dict[str, str] | None) -> TableOptions:
+        """Validate a Paimon-style option map. Raises :class:`OptionsError` naming the bad key."""
+        plain, fields = normalize_option_keys(options or {})
+        try:
+            opts = cls.model_validate({**plain, "field-options": fields})
+        except ValidationError as exc:
+            raise _options_error(exc, plain) from None
+        return opts._check_ranges()
+
+    def to_map(self) -> dict[str, str]:
+        """The effective options as a string map (defaults included), as stored in the schema file."""
+        out: dict[str, str] = {}
+        for name, info in type(self).model_fields.items():
+            value = getattr(self, name)
+            if name == "field_options" or value is None:
+                continue
+            text = _format_value(value)
+            out[info.alias or name] = f"{text} ms" if name in _DURATION_FIELDS else text
+        if self.num_sorted_run_stop_trigger is None:
+            out["num-sorted-run.stop-trigger"] = str(self.stop_trigger)
+        if self.num_levels is None:
+            out["num-levels"] = str(self.max_levels)
+        out.update(self.field_options)
+        return out
+
+    def with_overrides(self, overrides: dict[str, str]) -> TableOptions:
+        """A copy with some keys replaced (validated as a whole)."""
+        return TableOptions.from_map({**self.to_map(), **overrides})
+
+
+_DURATION_FIELDS = frozenset(
+    {
+        "commit_timeout",
+        "commit_min_retry_wait",
+        "commit_max_retry_wait",
+        "snapshot_time_retained",
+        "changelog_compaction_interval",
+    }
+)
+
+
+def normalize_option_keys(options: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Split a raw option map into plain options and ``fields.*`` options, resolving aliases."""
+    plain: dict[str, str] = {}
+    fields: dict[str, str] = {}
+    for raw_key, raw_value in options.items():
+        if not isinstance(raw_key, str):
+            raise OptionsError(str(raw_key), "option keys must be strings")
+        key = raw_key.strip()
+        value = raw_value if isinstance(raw_value, str) else _format_value(raw_value)
+        key = _FALLBACK_KEYS.get(key, key)
+        if key == "merge-engine":
+            value = _FLUSS_ENGINE_NAMES.get(value.strip().lower(), value.strip().lower())
+        if key.startswith("fields.") and key != "fields.default-aggregate-function":
+            fields[_normalize_field_key(key)] = value
+            continue
+        if key in plain and plain[key] != value:
+            raise OptionsError(raw_key, f"conflicts with another spelling of the same option ('{plain[key]}')")
+        plain[key] = value
+    return plain, fields
+
+
+def _normalize_field_key(key: str) -> str:
+    body = key[len("fields.") :]
+    if "." not in body:
+        raise OptionsError(key, "expected 'fields.<column>.<option>'")
+    column, suffix = body.split(".", 1)
+    if suffix in _FLUSS_FIELD_SUFFIXES:
+        suffix = _FLUSS_FIELD_SUFFIXES[suffix]
+    elif suffix.endswith(".delimiter"):  # Fluss: fields.<f>.listagg.delimiter / string_agg.delimiter
+        suffix = "list-agg-delimiter"
+    return f"fields.{column}.{suffix}"
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, StrEnum):
+        return value.value
+    if isinstance(value, tuple | list):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def _options_error(exc: ValidationError, plain: dict[str, str]) -> OptionsError:
+    err = exc.errors()[0]
+    loc = str(err["loc"][0]) if err["loc"] else "?"
+    if err["type"] == "extra_forbidden":
+        return OptionsError(loc, "unknown option")
+    alias = next(
+        (info.alias for name, info in TableOptions.model_fields.items() if loc in (name, info.alias)),
+        loc,
+    )
+    key = alias or loc
+    shown = plain.get(key, err.get("input"))
+    message = str(err["msg"]).removeprefix("Value error, ")
+    return OptionsError(key, f"invalid value '{shown}': {message}")
+
+
+__all__ = [
+    "ChangelogProducer",
+    "DeleteBehavior",
+    "MergeEngine",
+    "SortOrder",
+    "TableOptions",
+    "normalize_option_keys",
+    "parse_bool",
+    "parse_duration_ms",
+    "parse_memory_size",
+]

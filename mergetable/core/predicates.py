@@ -1,0 +1,188 @@
+"""Filters in pyarrow's DNF tuple convention and what can be pruned with them.
+
+A filter is a list of ``(column, op, value)`` tuples (AND) or a list of such lists (OR of ANDs), with ops
+``= == != < <= > >= in not in``, exactly as ``pyarrow.parquet.read_table(filters=...)``.
+Pruning only ever skips data that cannot match; the exact filter is applied to merged rows.
+"""
+
+from __future__ import annotations
+
+import base64
+import decimal
+import itertools
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from mergetable.core.errors import SchemaError
+from mergetable.core.hashing import bucket_of
+
+Predicate = tuple[str, str, Any]
+Conjunct = list[Predicate]
+Filters = Sequence[Predicate] | Sequence[Sequence[Predicate]]
+_OPS = {"=", "==", "!=", "<", "<=", ">", ">=", "in", "not in"}
+_MAX_BUCKET_COMBINATIONS = 4096
+
+
+def normalize_filters(filters: Filters | None, schema: pa.Schema) -> list[Conjunct] | None:
+    """DNF form ``[[pred, …], …]`` with every column and op checked; None means no filter."""
+    if filters is None or len(filters) == 0:
+        return None
+    first = filters[0]
+    dnf: list[Conjunct]
+    if isinstance(first, tuple):
+        dnf = [list(filters)]  # type: ignore[arg-type]
+    else:
+        dnf = [list(c) for c in filters]  # type: ignore[arg-type]
+    for conj in dnf:
+        for pred in conj:
+            if not isinstance(pred, tuple) or len(pred) != 3:
+                raise SchemaError(f"filter {pred!r} is not a (column, op, value) tuple")
+            col, op, _ = pred
+            if col not in schema.names:
+                raise SchemaError("filter column not found in table schema", col)
+            if op not in _OPS:
+                raise SchemaError(f"unknown filter operator '{op}' (expected one of {sorted(_OPS)})", col)
+    return dnf
+
+
+def to_expression(dnf: list[Conjunct]) -> pc.Expression:
+    """The exact filter as a pyarrow compute expression."""
+    return pq.filters_to_expression(dnf)
+
+
+def columns_of(dnf: list[Conjunct] | None) -> list[str]:
+    return [] if dnf is None else list(dict.fromkeys(p[0] for c in dnf for p in c))
+
+
+def restrict(dnf: list[Conjunct] | None, columns: Iterable[str]) -> list[Conjunct] | None:
+    """A weaker filter using only ``columns`` (None if it would be always true)."""
+    if dnf is None:
+        return None
+    cols = set(columns)
+    out = []
+    for conj in dnf:
+        kept = [p for p in conj if p[0] in cols]
+        if not kept:
+            return None
+        out.append(kept)
+    return out
+
+
+# -- evaluation against a single value or a value range ------------------------------------------------
+def comparable(value: Any, t: pa.DataType) -> Any:
+    """A Python value that orders like ``value`` does as Arrow type ``t`` (temporal → int, decimal → Decimal)."""
+    if value is None:
+        return None
+    if pa.types.is_temporal(t):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        storage = pa.int32() if t.bit_width == 32 else pa.int64()
+        return pa.scalar(value, t).cast(storage).as_py()
+    if pa.types.is_decimal(t):
+        return decimal.Decimal(str(value))
+    if pa.types.is_binary(t) or pa.types.is_fixed_size_binary(t):
+        return value if isinstance(value, bytes) else base64.b64decode(value)
+    return value
+
+
+def encode_stat(value: Any, t: pa.DataType) -> Any:
+    """JSON form of a statistic of type ``t``."""
+    if value is None:
+        return None
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    if pa.types.is_temporal(t) or pa.types.is_decimal(t):
+        c = comparable(value, t)
+        return str(c) if isinstance(c, decimal.Decimal) else c
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    return value
+
+
+def _pred_on_range(op: str, lo: Any, hi: Any, lit: Any) -> bool:
+    """Can some value v in [lo, hi] satisfy ``v op lit``? (lo/hi None = unknown bound)."""
+    try:
+        if op in ("=", "=="):
+            return not ((lo is not None and lit < lo) or (hi is not None and lit > hi))
+        if op == "in":
+            return any(_pred_on_range("=", lo, hi, x) for x in lit)
+        if op == "<":
+            return lo is None or lo < lit
+        if op == "<=":
+            return lo is None or lo <= lit
+        if op == ">":
+            return hi is None or hi > lit
+        if op == ">=":
+            return hi is None or hi >= lit
+        if op == "!=":
+            return not (lo is not None and lo == hi == lit)
+        if op == "not in":
+            return not (lo is not None and lo == hi and lo in lit)
+    except TypeError:
+        return True
+    return True
+
+
+RangeLookup = Callable[[str], tuple[Any, Any] | None]
+
+
+def may_match(dnf: list[Conjunct] | None, ranges: RangeLookup, types: pa.Schema) -> bool:
+    """Whether rows whose columns lie in the given [min, max] ranges may match (False = safe to skip).
+
+    ``ranges(column)`` returns (min, max) in :func:`comparable` form, or None when unknown.
+    """
+    if dnf is None:
+        return True
+    for conj in dnf:
+        ok = True
+        for col, op, lit in conj:
+            r = ranges(col)
+            if r is None:
+                continue
+            t = types.field(col).type
+            try:
+                c_lit = [comparable(x, t) for x in lit] if op in ("in", "not in") else comparable(lit, t)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, decimal.InvalidOperation):
+                continue
+            if c_lit is None or not _pred_on_range(op, r[0], r[1], c_lit):
+                ok = False
+                break
+        if ok:
+            return True
+    return False
+
+
+def candidate_buckets(
+    dnf: list[Conjunct] | None, bucket_keys: Sequence[str], num_buckets: int, schema: pa.Schema
+) -> set[int] | None:
+    """Buckets that can hold matching rows, or None if every bucket may (no full bucket-key equality)."""
+    if dnf is None or num_buckets == 1:
+        return None
+    found: set[int] = set()
+    for conj in dnf:
+        choices: dict[str, list[Any]] = {}
+        for col, op, lit in conj:
+            if col not in bucket_keys:
+                continue
+            vals = [lit] if op in ("=", "==") else list(lit) if op == "in" else None
+            if vals is None:
+                continue
+            choices[col] = vals if col not in choices else [v for v in choices[col] if v in vals]
+        if set(choices) != set(bucket_keys):
+            return None
+        combos = list(itertools.islice(itertools.product(*(choices[k] for k in bucket_keys)), _MAX_BUCKET_COMBINATIONS + 1))
+        if len(combos) > _MAX_BUCKET_COMBINATIONS:
+            return None
+        if not combos:
+            continue
+        try:
+            cols = [pa.array([c[i] for c in combos], schema.field(k).type) for i, k in enumerate(bucket_keys)]
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+            return None
+        found.update(int(b) for b in bucket_of(cols, num_buckets, bucket_keys))
+    return found

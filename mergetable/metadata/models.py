@@ -1,0 +1,198 @@
+"""Persisted metadata: data file meta, manifest entries, manifest lists, snapshots, tags.
+
+All models are frozen pydantic with camelCase JSON (Paimon's field names without the leading
+underscore). The JSON Schema of each is published in ``spec/`` and kept in sync by a test.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum, StrEnum
+from typing import Any
+
+from pydantic import Field
+
+from mergetable.core.model import JsonModel
+
+FORMAT_VERSION = 1
+
+
+class FileKind(IntEnum):
+    ADD = 0
+    DELETE = 1
+
+
+class FileSource(IntEnum):
+    APPEND = 0
+    COMPACT = 1
+
+
+class CommitKind(StrEnum):
+    APPEND = "APPEND"
+    COMPACT = "COMPACT"
+    OVERWRITE = "OVERWRITE"
+
+
+class SimpleStats(JsonModel):
+    """Per-column min, max and null count, in the order of the owning file's stats columns.
+
+    Values are JSON forms: numbers and strings as is, temporal values as their integer storage
+    (days, or units since epoch/midnight), decimals as strings, binary as base64. ``None`` = unknown.
+    """
+
+    min_values: tuple[Any, ...] = ()
+    max_values: tuple[Any, ...] = ()
+    null_counts: tuple[int | None, ...] = ()
+
+
+class DataFileMeta(JsonModel):
+    """One data or changelog file of a bucket."""
+
+    file_name: str
+    file_size: int
+    row_count: int
+    min_key: tuple[Any, ...]
+    max_key: tuple[Any, ...]
+    key_stats: SimpleStats
+    value_stats: SimpleStats
+    value_stats_cols: tuple[str, ...] | None = None
+    min_sequence_number: int
+    max_sequence_number: int
+    schema_id: int
+    level: int
+    extra_files: tuple[str, ...] = ()
+    creation_time: int
+    delete_row_count: int | None = None
+    file_source: FileSource = FileSource.APPEND
+    write_cols: tuple[str, ...] | None = None
+    """Columns this file actually carries values for (a partial write); None = every column."""
+
+    def upgrade(self, level: int) -> DataFileMeta:
+        """The same file moved to another level (no rewrite)."""
+        return self.model_copy(update={"level": level})
+
+
+class ManifestEntry(JsonModel):
+    kind: FileKind
+    partition: tuple[str | None, ...]
+    """Partition values in their string form (as in the directory name, unescaped); None = null."""
+    bucket: int
+    total_buckets: int
+    file: DataFileMeta
+
+    @property
+    def identifier(self) -> tuple[tuple[str | None, ...], int, int, str]:
+        return (self.partition, self.bucket, self.file.level, self.file.file_name)
+
+
+class ManifestFile(JsonModel):
+    """Content of ``manifest/manifest-<uuid>-<n>``."""
+
+    version: int = FORMAT_VERSION
+    entries: tuple[ManifestEntry, ...]
+
+
+class PartitionStats(JsonModel):
+    min_values: tuple[str | None, ...] = ()
+    max_values: tuple[str | None, ...] = ()
+    null_counts: tuple[int, ...] = ()
+
+
+class ManifestFileMeta(JsonModel):
+    """One row of a manifest list."""
+
+    file_name: str
+    file_size: int
+    num_added_files: int
+    num_deleted_files: int
+    partition_stats: PartitionStats
+    schema_id: int
+    min_bucket: int
+    max_bucket: int
+    min_level: int
+    max_level: int
+
+
+class ManifestList(JsonModel):
+    """Content of ``manifest/manifest-list-<uuid>-<n>``."""
+
+    version: int = FORMAT_VERSION
+    manifests: tuple[ManifestFileMeta, ...]
+
+
+class Snapshot(JsonModel):
+    """Content of ``snapshot/snapshot-<id>``: the state of the table after one commit."""
+
+    version: int = FORMAT_VERSION
+    id: int
+    schema_id: int
+    base_manifest_list: str
+    base_manifest_list_size: int | None = None
+    delta_manifest_list: str
+    delta_manifest_list_size: int | None = None
+    changelog_manifest_list: str | None = None
+    changelog_manifest_list_size: int | None = None
+    commit_user: str
+    commit_identifier: int
+    commit_kind: CommitKind
+    time_millis: int
+    total_record_count: int
+    delta_record_count: int
+    changelog_record_count: int | None = None
+    watermark: int | None = None
+    properties: dict[str, str] | None = None
+
+
+class Tag(Snapshot):
+    """Content of ``tag/tag-<name>``: a snapshot plus when the tag was made."""
+
+    tag_create_time: int = Field(default=0)
+    tag_time_retained: int | None = None
+
+    def to_snapshot(self) -> Snapshot:
+        return Snapshot.model_validate(self.model_dump(exclude={"tag_create_time", "tag_time_retained"}))
+
+
+class CommitMessage(JsonModel):
+    """What one writer (or compaction task) produced for one (partition, bucket). Picklable and JSON-able.
+
+    ``new_files``/``deleted_files`` are the write's data increment (level-0 files; deleted files only for
+    overwrite bookkeeping); ``compact_before``/``compact_after`` the compaction increment;
+    ``changelog_files`` / ``compact_changelog_files`` the changelog of each.
+    """
+
+    partition: tuple[str | None, ...]
+    bucket: int
+    total_buckets: int
+    new_files: tuple[DataFileMeta, ...] = ()
+    deleted_files: tuple[DataFileMeta, ...] = ()
+    changelog_files: tuple[DataFileMeta, ...] = ()
+    compact_before: tuple[DataFileMeta, ...] = ()
+    compact_after: tuple[DataFileMeta, ...] = ()
+    compact_changelog_files: tuple[DataFileMeta, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return not (
+            self.new_files
+            or self.deleted_files
+            or self.changelog_files
+            or self.compact_before
+            or self.compact_after
+            or self.compact_changelog_files
+        )
+
+
+class ConsumerProgress(JsonModel):
+    next_snapshot: int
+
+
+MODELS: tuple[type[JsonModel], ...] = (
+    DataFileMeta,
+    ManifestEntry,
+    ManifestFile,
+    ManifestFileMeta,
+    ManifestList,
+    Snapshot,
+    Tag,
+    CommitMessage,
+)

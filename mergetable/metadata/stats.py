@@ -1,0 +1,40 @@
+"""Column statistics of Arrow data, in the JSON form stored in :class:`SimpleStats`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from mergetable.core.predicates import encode_stat
+from mergetable.metadata.models import SimpleStats
+
+
+def _has_order(t: pa.DataType) -> bool:
+    return not (pa.types.is_nested(t) or pa.types.is_null(t))
+
+
+def column_stats(table: pa.Table, columns: Sequence[str]) -> SimpleStats:
+    """min/max/null count of ``columns`` (min/max None for unordered types)."""
+    mins: list[Any] = []
+    maxs: list[Any] = []
+    nulls: list[int | None] = []
+    for c in columns:
+        col = table.column(c)
+        t = col.type
+        nulls.append(col.null_count)
+        if _has_order(t) and len(col) > col.null_count:
+            mm = pc.min_max(col)
+            mins.append(encode_stat(mm["min"].as_py(), t))
+            maxs.append(encode_stat(mm["max"].as_py(), t))
+        else:
+            mins.append(None)
+            maxs.append(None)
+    return SimpleStats(min_values=tuple(mins), max_values=tuple(maxs), null_counts=tuple(nulls))
+
+
+def key_row(table: pa.Table, columns: Sequence[str], index: int) -> tuple[Any, ...]:
+    """The key of row ``index`` in stats form."""
+    return tuple(encode_stat(table.column(c)[index].as_py(), table.schema.field(c).type) for c in columns)
