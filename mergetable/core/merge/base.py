@@ -11,6 +11,9 @@ from mergetable.core.errors import OptionsError
 from mergetable.core.options import MergeEngine
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 
+WRITE_MASK = "_WRITE_MASK"
+"""Optional int64 row column of a partial write: bit i set ⇔ the row carries ``schema.column_names[i]``."""
+
 
 class MergeFunction(Protocol):
     """Folds every key's records (oldest → newest) into one record, vectorized over Arrow.

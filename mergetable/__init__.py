@@ -1,0 +1,53 @@
+"""mergetable: a primary-key LSM table format on Parquet with Apache Paimon's merge semantics.
+
+>>> import mergetable as mt
+>>> t = mt.create_table(uri, schema, primary_key=["id"], options={"bucket": "4"})  # doctest: +SKIP
+>>> t.write(arrow_table)                                                           # doctest: +SKIP
+>>> t.read(filter=[("id", "=", 5)])                                                # doctest: +SKIP
+"""
+
+from mergetable.core.errors import (
+    CommitConflictError,
+    CommitStateUnknownError,
+    CorruptMetadataError,
+    DataFileError,
+    MergeError,
+    MergeTableError,
+    OptionsError,
+    SchemaError,
+    SnapshotNotFoundError,
+    TableExistsError,
+    TableNotFoundError,
+    UnsupportedError,
+)
+from mergetable.core.options import TableOptions
+from mergetable.core.rowkind import RowKind
+from mergetable.metadata.models import CommitMessage, DataFileMeta, Snapshot, Tag
+from mergetable.table import Table, create_table, open_table, table_exists
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CommitConflictError",
+    "CommitMessage",
+    "CommitStateUnknownError",
+    "CorruptMetadataError",
+    "DataFileError",
+    "DataFileMeta",
+    "MergeError",
+    "MergeTableError",
+    "OptionsError",
+    "RowKind",
+    "SchemaError",
+    "Snapshot",
+    "SnapshotNotFoundError",
+    "Table",
+    "TableExistsError",
+    "TableNotFoundError",
+    "TableOptions",
+    "Tag",
+    "UnsupportedError",
+    "create_table",
+    "open_table",
+    "table_exists",
+]

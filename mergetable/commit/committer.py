@@ -1,0 +1,293 @@
+"""The commit protocol: messages → manifests → ``snapshot-N`` published create-if-absent, with retries.
+
+Each attempt reads the latest snapshot, derives the delta (ADD/DELETE entries), checks conflicts against
+the live files, writes manifests and tries to create ``snapshot-(latest+1)``. Losing that race means
+another commit landed first: the attempt's manifests are removed and the loop retries on the new latest
+snapshot (after a randomized, growing wait) until ``commit.max-retries`` or ``commit.timeout``.
+Nothing becomes visible before the snapshot file exists, and it appears whole or not at all.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mergetable.commit.manifests import ManifestIO, fold
+from mergetable.commit.snapshots import SnapshotManager
+from mergetable.core import paths
+from mergetable.core.errors import CommitConflictError, CommitStateUnknownError
+from mergetable.core.fileio import FileIO
+from mergetable.core.predicates import comparable
+from mergetable.core.schema import TableSchema
+from mergetable.metadata.models import (
+    CommitKind,
+    CommitMessage,
+    FileKind,
+    ManifestEntry,
+    ManifestFileMeta,
+    Snapshot,
+)
+
+Partition = tuple[str | None, ...]
+
+
+@dataclass(frozen=True)
+class Overwrite:
+    """Replace live files with the committed ones: of ``partitions``, of the partitions matching ``spec``
+    (pairs of partition-key index and string value), or of the whole table when both are None."""
+
+    partitions: frozenset[Partition] | None = None
+    spec: tuple[tuple[int, str | None], ...] | None = None
+
+    def covers(self, partition: Partition) -> bool:
+        if self.partitions is not None:
+            return partition in self.partitions
+        if self.spec is not None:
+            return all(partition[i] == v for i, v in self.spec)
+        return True
+
+
+@dataclass
+class _Attempt:
+    written: list[str] = field(default_factory=list)
+
+
+class Committer:
+    def __init__(self, fileio: FileIO, schema: TableSchema, commit_user: str) -> None:
+        self.fileio = fileio
+        self.schema = schema
+        self.options = schema.table_options
+        self.commit_user = commit_user
+        self.snapshots = SnapshotManager(fileio)
+        self.manifests = ManifestIO(fileio)
+
+    # -- public ------------------------------------------------------------------------------------
+    def commit(
+        self,
+        messages: Sequence[CommitMessage],
+        identifier: int,
+        overwrite: Overwrite | None = None,
+        properties: dict[str, str] | None = None,
+    ) -> list[Snapshot]:
+        """Commit the data increment (APPEND/OVERWRITE) then the compaction increment (COMPACT)."""
+        out = []
+        data_msgs = [m for m in messages if m.new_files or m.deleted_files or m.changelog_files]
+        if data_msgs or overwrite is not None:
+            kind = CommitKind.OVERWRITE if overwrite is not None else CommitKind.APPEND
+            out.append(self._commit_with_retry(data_msgs, kind, identifier, overwrite, properties))
+        compact_msgs = [m for m in messages if m.compact_before or m.compact_after or m.compact_changelog_files]
+        if compact_msgs:
+            out.append(self._commit_with_retry(compact_msgs, CommitKind.COMPACT, identifier, None, properties))
+        return out
+
+    # -- the retry loop ------------------------------------------------------------------------------
+    def _commit_with_retry(
+        self,
+        messages: Sequence[CommitMessage],
+        kind: CommitKind,
+        identifier: int,
+        overwrite: Overwrite | None,
+        properties: dict[str, str] | None,
+    ) -> Snapshot:
+        opts = self.options
+        started = time.monotonic()
+        attempt = 0
+        first_latest: int | None = None
+        while True:
+            latest = self.snapshots.latest()
+            if attempt == 0:
+                first_latest = latest.id if latest else None
+            else:
+                done = self.snapshots.find_committed(self.commit_user, identifier, first_latest)
+                if done is not None and done.commit_kind is kind:
+                    return done
+            result = self._try_commit_once(latest, messages, kind, identifier, overwrite, properties)
+            if result is not None:
+                self.snapshots.commit_hint(result.id)
+                return result
+            attempt += 1
+            elapsed_ms = (time.monotonic() - started) * 1000
+            if attempt > opts.commit_max_retries or (opts.commit_timeout is not None and elapsed_ms > opts.commit_timeout):
+                raise CommitConflictError(
+                    f"commit gave up after {attempt} attempts ({elapsed_ms:.0f} ms): other commits kept winning "
+                    "(raise 'commit.max-retries' or 'commit.timeout')"
+                )
+            wait = min(opts.commit_max_retry_wait, opts.commit_min_retry_wait * (2 ** min(attempt, 20)))
+            time.sleep(random.uniform(0.5, 1.0) * wait / 1000.0)
+
+    def _try_commit_once(
+        self,
+        latest: Snapshot | None,
+        messages: Sequence[CommitMessage],
+        kind: CommitKind,
+        identifier: int,
+        overwrite: Overwrite | None,
+        properties: dict[str, str] | None,
+    ) -> Snapshot | None:
+        live = self.manifests.live_entries(latest)
+        delta = self._delta_entries(live, messages, kind, overwrite)
+        self._check_conflicts(live, delta, kind)
+        changelog = [
+            ManifestEntry(kind=FileKind.ADD, partition=m.partition, bucket=m.bucket, total_buckets=m.total_buckets, file=f)
+            for m in messages
+            for f in (m.compact_changelog_files if kind is CommitKind.COMPACT else m.changelog_files)
+        ]
+        attempt = _Attempt()
+        try:
+            snapshot = self._write_snapshot(latest, delta, changelog, kind, identifier, properties, attempt)
+        except BaseException:
+            self._cleanup(attempt)
+            raise
+        if snapshot is None:
+            self._cleanup(attempt)
+        return snapshot
+
+    def _write_snapshot(
+        self,
+        latest: Snapshot | None,
+        delta: list[ManifestEntry],
+        changelog: list[ManifestEntry],
+        kind: CommitKind,
+        identifier: int,
+        properties: dict[str, str] | None,
+        attempt: _Attempt,
+    ) -> Snapshot | None:
+        opts = self.options
+        sid = self.schema.id
+        base = self._merged_base(latest, sid, attempt)
+        delta_metas = self.manifests.write_manifests(delta, sid, opts.manifest_target_file_size)
+        attempt.written += [m.file_name for m in delta_metas]
+        base_name, base_size = self.manifests.write_list(base)
+        delta_name, delta_size = self.manifests.write_list(delta_metas)
+        attempt.written += [base_name, delta_name]
+        changelog_name = changelog_size = None
+        if changelog:
+            cl_metas = self.manifests.write_manifests(changelog, sid, opts.manifest_target_file_size)
+            attempt.written += [m.file_name for m in cl_metas]
+            changelog_name, changelog_size = self.manifests.write_list(cl_metas)
+            attempt.written.append(changelog_name)
+        added = sum(e.file.row_count for e in delta if e.kind is FileKind.ADD)
+        removed = sum(e.file.row_count for e in delta if e.kind is FileKind.DELETE)
+        new_id = (latest.id if latest else 0) + 1
+        snapshot = Snapshot(
+            id=new_id,
+            schema_id=sid,
+            base_manifest_list=base_name,
+            base_manifest_list_size=base_size,
+            delta_manifest_list=delta_name,
+            delta_manifest_list_size=delta_size,
+            changelog_manifest_list=changelog_name,
+            changelog_manifest_list_size=changelog_size,
+            commit_user=self.commit_user,
+            commit_identifier=identifier,
+            commit_kind=kind,
+            time_millis=int(time.time() * 1000),
+            total_record_count=(latest.total_record_count if latest else 0) + added - removed,
+            delta_record_count=added - removed,
+            changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
+            properties=properties or None,
+        )
+        path = self.fileio.join(paths.snapshot_path(new_id))
+        data = snapshot.to_json().encode()
+        try:
+            created = self.fileio.write_if_absent(path, data)
+        except CommitStateUnknownError:
+            try:
+                landed = self.fileio.read_bytes(path) == data
+            except OSError:
+                raise CommitStateUnknownError(f"cannot tell whether snapshot {new_id} was committed") from None
+            if landed:
+                return snapshot
+            return None
+        return snapshot if created else None
+
+    def _merged_base(self, latest: Snapshot | None, schema_id: int, attempt: _Attempt) -> list[ManifestFileMeta]:
+        """The previous state's manifests, compacted into few files once there are many."""
+        if latest is None:
+            return []
+        metas = self.manifests.data_manifests(latest)
+        opts = self.options
+        small = [m for m in metas if m.file_size < opts.manifest_target_file_size]
+        deleted = sum(m.num_deleted_files for m in metas)
+        if len(small) < opts.manifest_merge_min_count and deleted * 300 < opts.manifest_full_compaction_threshold_size:
+            return metas
+        entries = fold(self.manifests.read_entries(metas))
+        merged = self.manifests.write_manifests(entries, schema_id, opts.manifest_target_file_size)
+        attempt.written += [m.file_name for m in merged]
+        return merged
+
+    def _cleanup(self, attempt: _Attempt) -> None:
+        self.fileio.delete_quietly([self.fileio.join(paths.manifest_path(n)) for n in attempt.written])
+
+    # -- delta and conflicts -------------------------------------------------------------------------
+    def _delta_entries(
+        self,
+        live: list[ManifestEntry],
+        messages: Sequence[CommitMessage],
+        kind: CommitKind,
+        overwrite: Overwrite | None,
+    ) -> list[ManifestEntry]:
+        delta: list[ManifestEntry] = []
+        if overwrite is not None:
+            for e in live:
+                if overwrite.covers(e.partition):
+                    delta.append(e.model_copy(update={"kind": FileKind.DELETE}))
+        for m in messages:
+            common: dict[str, Any] = {"partition": m.partition, "bucket": m.bucket, "total_buckets": m.total_buckets}
+            if kind is CommitKind.COMPACT:
+                delta += [ManifestEntry(kind=FileKind.DELETE, file=f, **common) for f in m.compact_before]
+                delta += [ManifestEntry(kind=FileKind.ADD, file=f, **common) for f in m.compact_after]
+            else:
+                delta += [ManifestEntry(kind=FileKind.DELETE, file=f, **common) for f in m.deleted_files]
+                delta += [ManifestEntry(kind=FileKind.ADD, file=f, **common) for f in m.new_files]
+        return delta
+
+    def _check_conflicts(self, live: list[ManifestEntry], delta: list[ManifestEntry], kind: CommitKind) -> None:
+        buckets: dict[Partition, int] = {}
+        for e in live:
+            buckets.setdefault(e.partition, e.total_buckets)
+        if kind is not CommitKind.OVERWRITE:
+            for e in delta:
+                if e.kind is FileKind.ADD and buckets.get(e.partition, e.total_buckets) != e.total_buckets:
+                    raise CommitConflictError(
+                        f"partition {list(e.partition)} has {buckets[e.partition]} buckets but the commit was "
+                        f"written for {e.total_buckets} ('bucket' changed: rewrite the partition with overwrite)"
+                    )
+        if kind is CommitKind.APPEND:
+            return
+        live_ids = {e.identifier for e in live}
+        added_ids = set()
+        for e in delta:
+            if e.kind is FileKind.ADD:
+                added_ids.add(e.identifier)
+            elif e.identifier not in live_ids:
+                raise CommitConflictError(
+                    f"File deletion conflicts detected! file {e.file.file_name} (bucket {e.bucket}, level "
+                    f"{e.file.level}) is no longer live: a concurrent commit removed it"
+                )
+        if any(e.kind is FileKind.DELETE and e.identifier in added_ids for e in delta):
+            raise CommitConflictError("a commit must not add and delete the same file")
+        self._check_levels(fold([*live, *delta]), {(e.partition, e.bucket) for e in delta})
+
+    def _check_levels(self, entries: list[ManifestEntry], touched: set[tuple[Partition, int]]) -> None:
+        """Files of one level ≥ 1 of a bucket must have disjoint key ranges (LSM invariant)."""
+        key_types = [self.schema.arrow_type(k) for k in self.schema.trimmed_primary_keys]
+        by_level: dict[tuple[Partition, int, int], list[ManifestEntry]] = {}
+        for e in entries:
+            if e.file.level > 0 and (e.partition, e.bucket) in touched:
+                by_level.setdefault((e.partition, e.bucket, e.file.level), []).append(e)
+
+        def key(values: Sequence[Any]) -> tuple[Any, ...]:
+            return tuple(comparable(v, t) for v, t in zip(values, key_types, strict=True))
+
+        for (partition, bucket, level), files in by_level.items():
+            ranges = sorted((key(e.file.min_key), key(e.file.max_key), e.file.file_name) for e in files)
+            for a, b in zip(ranges, ranges[1:]):
+                if not a[1] < b[0]:
+                    raise CommitConflictError(
+                        f"LSM conflicts detected! files {a[2]} and {b[2]} overlap at level {level} of bucket "
+                        f"{bucket} in partition {list(partition)}"
+                    )

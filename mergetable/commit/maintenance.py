@@ -1,0 +1,143 @@
+"""Snapshot expiration and orphan-file cleaning.
+
+Expiration follows Paimon's rule: keep at least ``snapshot.num-retained.min`` snapshots, always expire
+beyond ``snapshot.num-retained.max``, and in between expire snapshots older than
+``snapshot.time-retained``, at most ``snapshot.expire.limit`` per run. Snapshot files are removed first
+(oldest first, so the earliest snapshot is always whole), then data, changelog and manifest files that
+no kept snapshot and no tag uses. A crash midway only leaves orphans, which :func:`remove_orphan_files`
+deletes.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from mergetable.commit.manifests import ManifestIO
+from mergetable.commit.snapshots import SnapshotManager, TagManager
+from mergetable.core import paths
+from mergetable.core.fileio import FileIO
+from mergetable.core.schema import TableSchema
+from mergetable.metadata.models import FileKind, Snapshot
+from mergetable.write.files import data_file_path
+
+DAY_MS = 86_400_000
+
+
+@dataclass
+class ExpireResult:
+    expired_snapshots: list[int] = field(default_factory=list)
+    deleted_files: list[str] = field(default_factory=list)
+
+
+def _manifest_names(manifests: ManifestIO, snap: Snapshot) -> set[str]:
+    names = {snap.base_manifest_list, snap.delta_manifest_list}
+    metas = [*manifests.read_list(snap.base_manifest_list), *manifests.read_list(snap.delta_manifest_list)]
+    if snap.changelog_manifest_list:
+        names.add(snap.changelog_manifest_list)
+        metas += manifests.read_list(snap.changelog_manifest_list)
+    names.update(m.file_name for m in metas)
+    return names
+
+
+def expire_snapshots(fileio: FileIO, schema: TableSchema, now_ms: int | None = None) -> ExpireResult:
+    opts = schema.table_options
+    snapshots = SnapshotManager(fileio)
+    manifests = ManifestIO(fileio)
+    result = ExpireResult()
+    earliest, latest = snapshots.earliest_id(), snapshots.latest_id()
+    if earliest is None or latest is None:
+        return result
+    now = now_ms if now_ms is not None else int(time.time() * 1000)
+    older_than = now - opts.snapshot_time_retained
+    lowest = max(latest - opts.snapshot_num_retained_max + 1, earliest)
+    end = min(latest - opts.snapshot_num_retained_min + 1, earliest + opts.snapshot_expire_limit)
+    for sid in range(lowest, end):
+        if snapshots.exists(sid) and older_than <= snapshots.load(sid).time_millis:
+            end = sid
+            break
+    if end <= earliest:
+        return result
+    end_snap = snapshots.load(end)
+    tags = list(TagManager(fileio).list().values())
+    kept_files: set[tuple[tuple[str | None, ...], int, str]] = set()
+    for snap in [end_snap, *tags]:
+        kept_files.update((e.partition, e.bucket, e.file.file_name) for e in manifests.live_entries(snap))
+    kept_manifests: set[str] = set()
+    for sid in range(end, latest + 1):
+        if snapshots.exists(sid):
+            kept_manifests |= _manifest_names(manifests, snapshots.load(sid))
+    for tag in tags:
+        kept_manifests |= _manifest_names(manifests, tag)
+
+    doomed_files: set[str] = set()
+    doomed_manifests: set[str] = set()
+    for sid in range(earliest, end + 1):
+        if not snapshots.exists(sid):
+            continue
+        snap = snapshots.load(sid)
+        if sid > earliest:
+            for e in manifests.delta_entries(snap):
+                if e.kind is FileKind.DELETE and (e.partition, e.bucket, e.file.file_name) not in kept_files:
+                    doomed_files.add(data_file_path(fileio, schema, e.partition, e.bucket, e.file.file_name))
+        if sid < end:
+            for e in manifests.changelog_entries(snap):
+                doomed_files.add(data_file_path(fileio, schema, e.partition, e.bucket, e.file.file_name))
+            doomed_manifests |= _manifest_names(manifests, snap) - kept_manifests
+
+    snapshots.write_earliest_hint(end)
+    for sid in range(earliest, end):
+        fileio.delete(fileio.join(paths.snapshot_path(sid)))
+        result.expired_snapshots.append(sid)
+    doomed = sorted(doomed_files) + [fileio.join(paths.manifest_path(n)) for n in sorted(doomed_manifests)]
+    fileio.delete_quietly(doomed)
+    result.deleted_files = doomed
+    return result
+
+
+def used_files(fileio: FileIO, schema: TableSchema) -> set[str]:
+    """Absolute paths of every file any snapshot or tag references (data, changelog, manifests)."""
+    snapshots = SnapshotManager(fileio)
+    manifests = ManifestIO(fileio)
+    snaps: list[Snapshot] = [*snapshots.snapshots(), *TagManager(fileio).list().values()]
+    used: set[str] = set()
+    seen_manifests: set[str] = set()
+    for snap in snaps:
+        names = _manifest_names(manifests, snap)
+        used.update(fileio.join(paths.manifest_path(n)) for n in names)
+        lists = [snap.base_manifest_list, snap.delta_manifest_list, snap.changelog_manifest_list]
+        for lst in lists:
+            if lst is None:
+                continue
+            for meta in manifests.read_list(lst):
+                if meta.file_name in seen_manifests:
+                    continue
+                seen_manifests.add(meta.file_name)
+                for e in manifests.read_manifest(meta.file_name):
+                    used.add(data_file_path(fileio, schema, e.partition, e.bucket, e.file.file_name))
+    return used
+
+
+def remove_orphan_files(
+    fileio: FileIO, schema: TableSchema, older_than_ms: int | None = None, dry_run: bool = False
+) -> list[str]:
+    """Delete files under the table that nothing references and that are older than ``older_than_ms``."""
+    cutoff = older_than_ms if older_than_ms is not None else int(time.time() * 1000) - DAY_MS
+    used = used_files(fileio, schema)
+    protected_dirs = {fileio.join(d) for d in (paths.SCHEMA_DIR, paths.TAG_DIR, paths.CONSUMER_DIR)}
+    snapshot_dir = fileio.join(paths.SNAPSHOT_DIR)
+    orphans = []
+    for path, mtime in fileio.walk_files(fileio.root):
+        path = "/" + path.lstrip("/") if fileio.root.startswith("/") else path
+        if any(path.startswith(d + "/") for d in protected_dirs):
+            continue
+        if path.startswith(snapshot_dir + "/") and not path.rsplit("/", 1)[-1].startswith("."):
+            continue
+        if path in used:
+            continue
+        if mtime is not None and mtime * 1000 > cutoff:
+            continue
+        orphans.append(path)
+    if not dry_run:
+        fileio.delete_quietly(orphans)
+    return orphans

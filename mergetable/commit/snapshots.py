@@ -1,0 +1,166 @@
+"""Snapshots and tags: latest/earliest with hints, loading, listing, time travel."""
+
+from __future__ import annotations
+
+import bisect
+import time
+
+from mergetable.core import paths
+from mergetable.core.errors import CorruptMetadataError, MergeTableError, SnapshotNotFoundError
+from mergetable.core.fileio import FileIO
+from mergetable.metadata.models import Snapshot, Tag
+
+
+class SnapshotManager:
+    def __init__(self, fileio: FileIO) -> None:
+        self.fileio = fileio
+
+    def _snapshot_file(self, snapshot_id: int) -> str:
+        return self.fileio.join(paths.snapshot_path(snapshot_id))
+
+    def exists(self, snapshot_id: int) -> bool:
+        return self.fileio.exists(self._snapshot_file(snapshot_id))
+
+    def list_ids(self) -> list[int]:
+        ids = []
+        for name in self.fileio.list_names(self.fileio.join(paths.SNAPSHOT_DIR)):
+            if name.startswith("snapshot-") and name[len("snapshot-") :].isdigit():
+                ids.append(int(name[len("snapshot-") :]))
+        return sorted(ids)
+
+    def _read_hint(self, name: str) -> int | None:
+        try:
+            text = self.fileio.read_text(self.fileio.join(paths.SNAPSHOT_DIR, name)).strip()
+        except FileNotFoundError:
+            return None
+        return int(text) if text.isdigit() else None
+
+    def latest_id(self) -> int | None:
+        """The newest snapshot id. The LATEST hint is trusted only if the next snapshot does not exist."""
+        hint = self._read_hint(paths.LATEST)
+        if hint is not None and self.exists(hint) and not self.exists(hint + 1):
+            return hint
+        ids = self.list_ids()
+        return ids[-1] if ids else None
+
+    def earliest_id(self) -> int | None:
+        hint = self._read_hint(paths.EARLIEST)
+        if hint is not None and self.exists(hint) and not (hint > 1 and self.exists(hint - 1)):
+            return hint
+        ids = self.list_ids()
+        return ids[0] if ids else None
+
+    def load(self, snapshot_id: int) -> Snapshot:
+        path = self._snapshot_file(snapshot_id)
+        try:
+            text = self.fileio.read_bytes(path)
+        except FileNotFoundError:
+            raise SnapshotNotFoundError(f"snapshot {snapshot_id} does not exist") from None
+        snap = Snapshot.from_json(text, path)
+        if snap.id != snapshot_id:
+            raise CorruptMetadataError(path, f"holds snapshot id {snap.id}")
+        return snap
+
+    def latest(self) -> Snapshot | None:
+        latest = self.latest_id()
+        return None if latest is None else self.load(latest)
+
+    def snapshots(self) -> list[Snapshot]:
+        return [self.load(i) for i in self.list_ids()]
+
+    def commit_hint(self, snapshot_id: int) -> None:
+        """Best-effort LATEST hint update (readers verify it)."""
+        try:
+            self.fileio.write_bytes(self.fileio.join(paths.SNAPSHOT_DIR, paths.LATEST), str(snapshot_id).encode())
+        except OSError:
+            pass
+
+    def write_earliest_hint(self, snapshot_id: int) -> None:
+        try:
+            self.fileio.write_bytes(self.fileio.join(paths.SNAPSHOT_DIR, paths.EARLIEST), str(snapshot_id).encode())
+        except OSError:
+            pass
+
+    def at_or_before(self, timestamp_ms: int) -> Snapshot:
+        """The latest snapshot with ``timeMillis <= timestamp_ms`` (binary search over ids)."""
+        ids = self.list_ids()
+        if not ids:
+            raise SnapshotNotFoundError("the table has no snapshots")
+        times = _LazyTimes(self, ids)
+        pos = bisect.bisect_right(times, timestamp_ms)  # type: ignore[call-overload]
+        if pos == 0:
+            raise SnapshotNotFoundError(
+                f"no snapshot at or before timestamp {timestamp_ms} (earliest is {self.load(ids[0]).time_millis})"
+            )
+        return self.load(ids[pos - 1])
+
+    def find_committed(self, commit_user: str, identifier: int, after_id: int | None) -> Snapshot | None:
+        """A snapshot newer than ``after_id`` made by (commit_user, identifier), if any (exactly-once retry)."""
+        latest = self.latest_id()
+        if latest is None:
+            return None
+        start = (after_id or 0) + 1
+        for sid in range(latest, start - 1, -1):
+            try:
+                snap = self.load(sid)
+            except SnapshotNotFoundError:
+                break
+            if snap.commit_user == commit_user and snap.commit_identifier == identifier:
+                return snap
+        return None
+
+
+class _LazyTimes:
+    """Sequence view of snapshot times, loading only what a binary search touches."""
+
+    def __init__(self, manager: SnapshotManager, ids: list[int]) -> None:
+        self.manager, self.ids, self.cache = manager, ids, {}  # type: ignore[var-annotated]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, i: int) -> int:
+        if i not in self.cache:
+            self.cache[i] = self.manager.load(self.ids[i]).time_millis
+        return int(self.cache[i])
+
+
+class TagManager:
+    def __init__(self, fileio: FileIO) -> None:
+        self.fileio = fileio
+
+    def _path(self, name: str) -> str:
+        return self.fileio.join(paths.tag_path(name))
+
+    def create(self, name: str, snapshot: Snapshot, time_retained_ms: int | None = None) -> Tag:
+        if not paths.valid_tag_name(name):
+            raise MergeTableError(f"invalid tag name '{name}' (letters, digits, '_', '-', '.'; not all digits)")
+        tag = Tag.model_validate(
+            {**snapshot.model_dump(), "tag_create_time": int(time.time() * 1000), "tag_time_retained": time_retained_ms}
+        )
+        if not self.fileio.write_if_absent(self._path(name), tag.to_json().encode()):
+            raise MergeTableError(f"tag '{name}' already exists")
+        return tag
+
+    def get(self, name: str) -> Tag:
+        path = self._path(name)
+        try:
+            text = self.fileio.read_bytes(path)
+        except FileNotFoundError:
+            raise SnapshotNotFoundError(f"tag '{name}' does not exist") from None
+        return Tag.from_json(text, path)
+
+    def exists(self, name: str) -> bool:
+        return self.fileio.exists(self._path(name))
+
+    def delete(self, name: str) -> None:
+        if not self.exists(name):
+            raise SnapshotNotFoundError(f"tag '{name}' does not exist")
+        self.fileio.delete(self._path(name))
+
+    def list(self) -> dict[str, Tag]:
+        out = {}
+        for name in sorted(self.fileio.list_names(self.fileio.join(paths.TAG_DIR))):
+            if name.startswith("tag-"):
+                out[name[4:]] = self.get(name[4:])
+        return out

@@ -1,0 +1,133 @@
+"""Merge-on-read: read a split's sections and merge them through the table's merge engine, vectorized.
+
+A section with one sorted run holds at most one record per key, so it is read as is (retracts dropped).
+A section with several runs is read (key filters pushed into Parquet), concatenated oldest run first and
+merged with one stable sort + per-key selection. Value filters are applied exactly, after the merge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from mergetable.core.errors import DataFileError
+from mergetable.core.fileio import FileIO
+from mergetable.core.merge import MergeFunction
+from mergetable.core.merge.base import WRITE_MASK
+from mergetable.core.predicates import Conjunct, restrict, to_expression
+from mergetable.core.rowkind import is_retract
+from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
+from mergetable.metadata.models import DataFileMeta
+from mergetable.read.scan import Split
+from mergetable.write.files import data_file_path
+from mergetable.write.writer import write_mask_for
+
+
+class SplitReader:
+    """Reads splits of one table into merged Arrow data with the user's projection and filter."""
+
+    def __init__(
+        self,
+        fileio: FileIO,
+        schema: TableSchema,
+        merge_function: MergeFunction,
+        columns: Sequence[str] | None = None,
+        dnf: list[Conjunct] | None = None,
+    ) -> None:
+        self.fileio = fileio
+        self.schema = schema
+        self.merge_function = merge_function
+        self.columns = list(columns) if columns is not None else list(schema.column_names)
+        self.dnf = dnf
+        self.filter_expr = to_expression(dnf) if dnf is not None else None
+        keys = list(schema.trimmed_primary_keys)
+        filter_cols = [p[0] for c in (dnf or []) for p in c]
+        wanted = list(dict.fromkeys([*self.columns, *filter_cols]))
+        values = [c for c in merge_function.required_columns(wanted) if c not in keys]
+        self.read_columns = [*keys, SEQUENCE_NUMBER, VALUE_KIND, *[c for c in schema.column_names if c in values]]
+        self.read_columns = list(dict.fromkeys(self.read_columns))
+        key_dnf = restrict(dnf, keys)
+        self.key_filter = to_expression(key_dnf) if key_dnf is not None else None
+        self.afs = fileio.arrow_fs()
+        fs = schema.file_schema
+        self.read_schema = pa.schema([fs.field(c) for c in self.read_columns])
+        self.out_schema = pa.schema([schema.arrow_schema.field(c) for c in self.columns])
+
+    # -- files ----------------------------------------------------------------------------------
+    def read_file(self, split: Split, f: DataFileMeta, filter_expr: pc.Expression | None) -> pa.Table:
+        path = data_file_path(self.fileio, self.schema, split.partition, split.bucket, f.file_name)
+        try:
+            table = pq.read_table(
+                path, columns=self.read_columns, filters=filter_expr, filesystem=self.afs, use_threads=True
+            )
+        except FileNotFoundError:
+            raise DataFileError(path, "data file is missing (the table references it)") from None
+        except (OSError, pa.ArrowInvalid) as exc:
+            if not self.fileio.exists(path):
+                raise DataFileError(path, "data file is missing (the table references it)") from None
+            raise DataFileError(path, f"cannot read data file: {exc}") from exc
+        if not table.schema.equals(self.read_schema):
+            table = table.cast(self.read_schema)
+        if f.write_cols is not None:
+            mask = write_mask_for(self.schema, f.write_cols)
+            table = table.append_column(WRITE_MASK, pa.array(np.full(table.num_rows, mask, dtype=np.int64)))
+        return table
+
+    # -- sections -------------------------------------------------------------------------------
+    def merged_section(self, split: Split, runs: Sequence[Sequence[DataFileMeta]]) -> pa.Table:
+        """Key-value rows of one section after merging (retracts still present)."""
+        partial = any(f.write_cols is not None for r in runs for f in r)
+        if len(runs) == 1 and not partial:
+            tables = [self.read_file(split, f, self.key_filter) for f in runs[0]]
+            return _concat(tables, self.read_schema)
+        ordered = sorted(runs, key=lambda r: min(f.min_sequence_number for f in r))
+        ranges = [(min(f.min_sequence_number for f in r), max(f.max_sequence_number for f in r)) for r in ordered]
+        seq_ordered = all(a[1] < b[0] for a, b in zip(ranges, ranges[1:]))
+        tables = [self.read_file(split, f, self.key_filter) for r in ordered for f in r]
+        if partial:
+            tables = [t if WRITE_MASK in t.schema.names else _with_full_mask(t, self.schema) for t in tables]
+        rows = _concat(tables, tables[0].schema if tables else self.read_schema)
+        if rows.num_rows == 0:
+            return rows
+        merged = self.merge_function.merge(rows, seq_ordered=seq_ordered)
+        if WRITE_MASK in merged.schema.names:
+            merged = merged.drop_columns([WRITE_MASK])
+        return merged
+
+    def read_split_kv(self, split: Split) -> Iterator[pa.Table]:
+        for runs in split.sections:
+            yield self.merged_section(split, runs)
+
+    def read_split(self, split: Split) -> Iterator[pa.Table]:
+        """Visible rows of a split (user columns), one table per section."""
+        for kv in self.read_split_kv(split):
+            out = self.finish(kv)
+            if out.num_rows:
+                yield out
+
+    def finish(self, kv: pa.Table) -> pa.Table:
+        """Drop retracts, apply the exact filter, project to the user's columns."""
+        kinds = np.asarray(kv.column(VALUE_KIND).to_numpy())
+        retract = is_retract(kinds)
+        if retract.any():
+            kv = kv.filter(pa.array(~retract))
+        if self.filter_expr is not None and kv.num_rows:
+            kv = kv.filter(self.filter_expr)
+        return kv.select(self.columns).cast(self.out_schema)
+
+
+def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
+    if not tables:
+        return schema.empty_table()
+    if len(tables) == 1:
+        return tables[0]
+    return pa.concat_tables(tables)
+
+
+def _with_full_mask(table: pa.Table, schema: TableSchema) -> pa.Table:
+    full = (1 << len(schema.column_names)) - 1
+    return table.append_column(WRITE_MASK, pa.array(np.full(table.num_rows, full, dtype=np.int64)))

@@ -1,0 +1,186 @@
+"""Planning a read: live files of a snapshot → pruned → per-bucket sections of sorted runs → splits.
+
+Sections follow Paimon's IntervalPartition: files sorted by (min key, max key) are cut into sections
+whose key ranges do not overlap; inside a section, files are packed greedily into the fewest sorted
+runs. Only sections with more than one run need merging.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import pyarrow as pa
+
+from mergetable.commit.manifests import ManifestIO
+from mergetable.core.predicates import Conjunct, candidate_buckets, comparable, may_match
+from mergetable.core.schema import TableSchema
+from mergetable.metadata.models import DataFileMeta, ManifestEntry, Snapshot
+
+Partition = tuple[str | None, ...]
+Run = list[DataFileMeta]
+Section = list[Run]
+
+
+@dataclass(frozen=True)
+class Split:
+    """A unit of reading: some sections of one (partition, bucket). Picklable."""
+
+    snapshot_id: int
+    partition: Partition
+    bucket: int
+    sections: tuple[tuple[tuple[DataFileMeta, ...], ...], ...]
+    total_buckets: int = 1
+
+    @property
+    def files(self) -> list[DataFileMeta]:
+        return [f for s in self.sections for r in s for f in r]
+
+    @property
+    def size(self) -> int:
+        return sum(f.file_size for f in self.files)
+
+    @property
+    def row_count(self) -> int:
+        return sum(f.row_count for f in self.files)
+
+
+@dataclass
+class KeyComparator:
+    """Compares stored min/max keys (JSON stats form) as the key types order them."""
+
+    types: Sequence[pa.DataType]
+    _cache: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+
+    def key(self, values: Sequence[Any]) -> tuple[Any, ...]:
+        return tuple(comparable(v, t) for v, t in zip(values, self.types, strict=True))
+
+    def min_key(self, f: DataFileMeta) -> tuple[Any, ...]:
+        return self.key(f.min_key)
+
+    def max_key(self, f: DataFileMeta) -> tuple[Any, ...]:
+        return self.key(f.max_key)
+
+
+def interval_partition(files: Sequence[DataFileMeta], cmp: KeyComparator) -> list[Section]:
+    """Sections of non-overlapping key ranges, each packed into the fewest sorted runs."""
+    keyed = sorted(((cmp.min_key(f), cmp.max_key(f), i, f) for i, f in enumerate(files)), key=lambda t: t[:3])
+    sections: list[list[tuple[Any, Any, int, DataFileMeta]]] = []
+    bound: tuple[Any, ...] | None = None
+    for item in keyed:
+        if bound is None or item[0] > bound:
+            sections.append([item])
+            bound = item[1]
+        else:
+            sections[-1].append(item)
+            bound = max(bound, item[1])
+    out: list[Section] = []
+    for sec in sections:
+        heap: list[tuple[tuple[Any, ...], int]] = []
+        runs: list[Run] = []
+        for lo, hi, _, f in sec:
+            if heap and lo > heap[0][0]:
+                _, r = heapq.heappop(heap)
+                runs[r].append(f)
+                heapq.heappush(heap, (hi, r))
+            else:
+                runs.append([f])
+                heapq.heappush(heap, (hi, len(runs) - 1))
+        out.append(runs)
+    return out
+
+
+class Planner:
+    def __init__(self, manifests: ManifestIO, schema: TableSchema) -> None:
+        self.manifests = manifests
+        self.schema = schema
+        self.arrow = schema.arrow_schema
+        self.key_types = [self.arrow.field(k).type for k in schema.trimmed_primary_keys]
+
+    @cached_property
+    def comparator(self) -> KeyComparator:
+        return KeyComparator(self.key_types)
+
+    def partition_values(self, partition: Partition) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in zip(self.schema.partition_keys, partition, strict=True):
+            t = self.arrow.field(k).type
+            out[k] = None if v is None else comparable(pa.scalar(v).cast(t).as_py(), t)
+        return out
+
+    def prune(self, entries: list[ManifestEntry], dnf: list[Conjunct] | None) -> list[ManifestEntry]:
+        """Drop files that cannot hold a matching key: partition, bucket and key-range pruning.
+
+        Value-column statistics are never used here: a newer version of a key may live in a file whose
+        values do not match while an older one does.
+        """
+        if dnf is None:
+            return entries
+        schema = self.schema
+        buckets = candidate_buckets(dnf, schema.bucket_keys, schema.table_options.bucket, self.arrow)
+        part_ok: dict[Partition, bool] = {}
+        keys = schema.trimmed_primary_keys
+        out = []
+        for e in entries:
+            if buckets is not None and e.bucket not in buckets:
+                continue
+            if schema.partition_keys:
+                if e.partition not in part_ok:
+                    values = self.partition_values(e.partition)
+                    part_ok[e.partition] = may_match(
+                        dnf, lambda c, v=values: (v[c], v[c]) if c in v and v[c] is not None else None, self.arrow
+                    )
+                if not part_ok[e.partition]:
+                    continue
+            stats = e.file.key_stats
+            ranges = {
+                k: (comparable(lo, t), comparable(hi, t))
+                for k, lo, hi, t in zip(keys, stats.min_values, stats.max_values, self.key_types, strict=False)
+                if lo is not None and hi is not None
+            }
+            if not may_match(dnf, ranges.get, self.arrow):
+                continue
+            out.append(e)
+        return out
+
+    def plan(
+        self, snapshot: Snapshot | None, dnf: list[Conjunct] | None, target_split_size: int = 128 << 20
+    ) -> list[Split]:
+        if snapshot is None:
+            return []
+        entries = self.prune(self.manifests.live_entries(snapshot), dnf)
+        by_bucket: dict[tuple[Partition, int], list[ManifestEntry]] = {}
+        for e in entries:
+            by_bucket.setdefault((e.partition, e.bucket), []).append(e)
+        splits: list[Split] = []
+        for (partition, bucket), group in sorted(by_bucket.items(), key=lambda kv: (_part_key(kv[0][0]), kv[0][1])):
+            sections = interval_partition([e.file for e in group], self.comparator)
+            total = group[0].total_buckets
+            splits.extend(_pack(snapshot.id, partition, bucket, total, sections, target_split_size))
+        return splits
+
+
+def _part_key(p: Partition) -> tuple[str, ...]:
+    return tuple("" if v is None else v for v in p)
+
+
+def _pack(
+    snapshot_id: int, partition: Partition, bucket: int, total: int, sections: list[Section], target: int
+) -> list[Split]:
+    """Bin-pack consecutive sections of one bucket into splits of about ``target`` bytes."""
+    out: list[Split] = []
+    current: list[tuple[tuple[DataFileMeta, ...], ...]] = []
+    size = 0
+    for sec in sections:
+        sec_size = sum(f.file_size for r in sec for f in r)
+        if current and size + sec_size > target:
+            out.append(Split(snapshot_id, partition, bucket, tuple(current), total))
+            current, size = [], 0
+        current.append(tuple(tuple(r) for r in sec))
+        size += sec_size
+    if current:
+        out.append(Split(snapshot_id, partition, bucket, tuple(current), total))
+    return out

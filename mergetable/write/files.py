@@ -1,0 +1,127 @@
+"""Writing key-value Parquet files (data and changelog) with their :class:`DataFileMeta`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from mergetable.core import paths
+from mergetable.core.fileio import FileIO
+from mergetable.core.rowkind import is_retract
+from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
+from mergetable.metadata.models import DataFileMeta, FileSource
+from mergetable.metadata.stats import column_stats, key_row
+
+ROW_GROUP_ROWS = 128 * 1024
+_PARQUET_COMPRESSION = {"none": "none", "uncompressed": "none"}
+
+
+def data_dir(fileio: FileIO, schema: TableSchema, partition: tuple[str | None, ...], bucket: int) -> str:
+    part = paths.partition_dir(schema.partition_keys, partition, schema.table_options.partition_default_name)
+    return fileio.join(paths.bucket_dir(part, bucket))
+
+
+def data_file_path(
+    fileio: FileIO, schema: TableSchema, partition: tuple[str | None, ...], bucket: int, file_name: str
+) -> str:
+    return f"{data_dir(fileio, schema, partition, bucket)}/{file_name}"
+
+
+def write_kv_files(
+    fileio: FileIO,
+    schema: TableSchema,
+    partition: tuple[str | None, ...],
+    bucket: int,
+    rows: pa.Table,
+    level: int,
+    file_source: FileSource = FileSource.APPEND,
+    changelog: bool = False,
+    write_cols: Sequence[str] | None = None,
+    target_size: int | None = None,
+) -> list[DataFileMeta]:
+    """Write ``rows`` (file-schema columns; sorted by key unless ``changelog``) as rolling Parquet files."""
+    if rows.num_rows == 0:
+        return []
+    opts = schema.table_options
+    target = target_size or opts.target_file_size
+    rows = rows.select(schema.file_schema.names).cast(schema.file_schema)
+    directory = data_dir(fileio, schema, partition, bucket)
+    fileio.makedirs(directory)
+    prefix = opts.changelog_file_prefix if changelog else opts.data_file_prefix
+    compression = _PARQUET_COMPRESSION.get(opts.file_compression.lower(), opts.file_compression.lower())
+    afs = fileio.arrow_fs()
+    metas: list[DataFileMeta] = []
+    start = 0
+    n = rows.num_rows
+    while start < n:
+        name = paths.new_file_name(prefix, 0, ".parquet")
+        path = f"{directory}/{name}"
+        with afs.open_output_stream(path) as sink:
+            writer = pq.ParquetWriter(
+                sink,
+                schema.file_schema,
+                compression=compression,
+                compression_level=opts.file_compression_level,
+                write_statistics=True,
+            )
+            end = start
+            try:
+                while end < n:
+                    chunk = rows.slice(end, ROW_GROUP_ROWS)
+                    writer.write_table(chunk, row_group_size=ROW_GROUP_ROWS)
+                    end += chunk.num_rows
+                    if sink.tell() >= target:
+                        break
+            finally:
+                writer.close()
+            size = sink.tell()
+        metas.append(
+            _file_meta(schema, rows.slice(start, end - start), name, size, level, file_source, changelog, write_cols)
+        )
+        start = end
+    return metas
+
+
+def _file_meta(
+    schema: TableSchema,
+    part: pa.Table,
+    name: str,
+    size: int,
+    level: int,
+    source: FileSource,
+    changelog: bool,
+    write_cols: Sequence[str] | None,
+) -> DataFileMeta:
+    keys = schema.trimmed_primary_keys
+    value_cols = [c for c in schema.column_names if c not in keys]
+    seq = part.column(SEQUENCE_NUMBER)
+    kinds = np.asarray(part.column(VALUE_KIND).to_numpy())
+    key_stats = column_stats(part, keys)
+    if changelog:  # not key-ordered: the key range is per column
+        min_key, max_key = tuple(key_stats.min_values), tuple(key_stats.max_values)
+    else:
+        min_key, max_key = key_row(part, keys, 0), key_row(part, keys, part.num_rows - 1)
+    seq_mm = pc.min_max(seq)
+    return DataFileMeta(
+        file_name=name,
+        file_size=size,
+        row_count=part.num_rows,
+        min_key=min_key,
+        max_key=max_key,
+        key_stats=key_stats,
+        value_stats=column_stats(part, value_cols),
+        value_stats_cols=tuple(value_cols),
+        min_sequence_number=int(seq_mm["min"].as_py()),
+        max_sequence_number=int(seq_mm["max"].as_py()),
+        schema_id=schema.id,
+        level=level,
+        creation_time=int(time.time() * 1000),
+        delete_row_count=int(is_retract(kinds).sum()),
+        file_source=source,
+        write_cols=tuple(write_cols) if write_cols is not None else None,
+    )

@@ -1,0 +1,158 @@
+"""Turning user input into table-shaped Arrow: type checks, casts, row kinds, (partition, bucket) split."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from mergetable.core.errors import SchemaError
+from mergetable.core.hashing import bucket_of
+from mergetable.core.rowkind import RowKind, kinds_from_strings
+from mergetable.core.schema import TableSchema
+
+RowKindArg = None | str | int | RowKind | Sequence[str | int | RowKind] | pa.Array | pa.ChunkedArray
+
+
+def to_arrow_table(data: Any) -> pa.Table:
+    """Accept a pa.Table, RecordBatch, RecordBatchReader, iterable of batches or a pandas DataFrame."""
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.read_all()
+    if hasattr(data, "__arrow_c_stream__") and not isinstance(data, Iterable):
+        return pa.table(data)
+    module = type(data).__module__
+    if module.startswith("pandas"):
+        return pa.Table.from_pandas(data, preserve_index=False)
+    if isinstance(data, dict):
+        return pa.table(data)
+    if isinstance(data, Iterable):
+        batches = [b if isinstance(b, pa.RecordBatch) else None for b in data]
+        if any(b is None for b in batches):
+            raise SchemaError("an iterable input must yield pyarrow RecordBatches")
+        if not batches:
+            return pa.table({})
+        return pa.Table.from_batches(batches)  # type: ignore[arg-type]
+    raise SchemaError(f"cannot write data of type {type(data).__name__}; pass a pyarrow Table or RecordBatch")
+
+
+def conform(
+    data: pa.Table, schema: TableSchema, target_columns: Sequence[str] | None = None, extra: Sequence[str] = ()
+) -> pa.Table:
+    """Cast ``data`` to the table's Arrow schema, naming the first offending column.
+
+    With ``target_columns`` only those columns (which must include the primary key) are expected; the
+    others are filled with nulls. Columns named in ``extra`` are allowed through unchanged.
+    """
+    arrow = schema.arrow_schema
+    wanted = list(arrow.names) if target_columns is None else list(target_columns)
+    if target_columns is not None:
+        for c in wanted:
+            if c not in arrow.names:
+                raise SchemaError("target column not found in table schema", c)
+        missing_pk = [k for k in schema.primary_keys if k not in wanted]
+        if missing_pk:
+            raise SchemaError(
+                f"The target write columns {wanted} must contain the primary key columns {list(schema.primary_keys)}."
+            )
+    names = data.schema.names
+    for c in names:
+        if c not in wanted and c not in extra:
+            raise SchemaError(f"column is not in the table schema {list(arrow.names)}", c)
+    columns = []
+    n = data.num_rows
+    for f in arrow:
+        if f.name not in wanted:
+            columns.append(pa.nulls(n, f.type))
+            continue
+        if f.name not in names:
+            raise SchemaError("column is missing from the data", f.name)
+        col = data.column(f.name)
+        if not col.type.equals(f.type):
+            try:
+                col = col.cast(f.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+                raise SchemaError(f"cannot convert {col.type} to {f.type}: {exc}", f.name) from None
+        if f.name in schema.primary_keys and col.null_count:
+            raise SchemaError("primary key column contains null values", f.name)
+        if not f.nullable and col.null_count:
+            raise SchemaError("NOT NULL column contains null values", f.name)
+        columns.append(col)
+    out = pa.Table.from_arrays(columns, schema=arrow)
+    for c in extra:
+        if c in names:
+            out = out.append_column(c, data.column(c))
+    return out
+
+
+def row_kinds(n: int, row_kind: RowKindArg, column: str = "row_kind") -> pa.Array:
+    """int8 kinds for ``n`` rows from a single kind or one kind per row."""
+    if row_kind is None:
+        return pa.array(np.zeros(n, dtype=np.int8))
+    if isinstance(row_kind, str | int | RowKind):
+        return pa.array(np.full(n, int(RowKind.parse(row_kind)), dtype=np.int8))
+    if isinstance(row_kind, pa.Array | pa.ChunkedArray):
+        arr = row_kind
+    else:
+        values = list(row_kind)
+        arr = pa.array([RowKind.parse(v).short for v in values], pa.string()) if values else pa.array([], pa.string())
+    if len(arr) != n:
+        raise SchemaError(f"row_kind has {len(arr)} entries but the data has {n} rows", column)
+    if pa.types.is_integer(arr.type):
+        ints = np.asarray(arr.to_numpy(zero_copy_only=False))
+        if ((ints < 0) | (ints > 3)).any():
+            raise SchemaError("row kinds must be 0..3 (+I, -U, +U, -D)", column)
+        return pa.array(ints.astype(np.int8))
+    kinds = kinds_from_strings(arr, column)
+    return kinds.combine_chunks() if isinstance(kinds, pa.ChunkedArray) else kinds
+
+
+def partition_strings(table: pa.Table, keys: Sequence[str]) -> list[pa.Array]:
+    """Partition values in their string form (nulls kept as nulls)."""
+    out = []
+    for k in keys:
+        col = table.column(k)
+        s = col.cast(pa.string()) if not pa.types.is_string(col.type) else col
+        out.append(s.combine_chunks() if isinstance(s, pa.ChunkedArray) else s)
+    return out
+
+
+def split_by_bucket(
+    table: pa.Table, schema: TableSchema
+) -> Iterator[tuple[tuple[str | None, ...], int, pa.Table]]:
+    """Split rows by (partition, bucket), keeping input order inside each group."""
+    n = table.num_rows
+    if n == 0:
+        return
+    opts = schema.table_options
+    buckets = bucket_of([table.column(k) for k in schema.bucket_keys], opts.bucket, schema.bucket_keys)
+    part_keys = schema.partition_keys
+    if part_keys:
+        strings = partition_strings(table, part_keys)
+        sentinel = "\x00null\x00"
+        combined = pc.binary_join_element_wise(*[pc.fill_null(s, sentinel) for s in strings], "\x01")
+        encoded = pc.dictionary_encode(combined)
+        part_ids = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        dictionary = encoded.dictionary.to_pylist()
+        parts = [tuple(None if v == sentinel else v for v in str(d).split("\x01")) for d in dictionary]
+    else:
+        part_ids = np.zeros(n, dtype=np.int64)
+        parts = [()]
+    group = part_ids * opts.bucket + buckets
+    if (group == group[0]).all():
+        yield parts[int(part_ids[0])], int(buckets[0]), table
+        return
+    order = np.argsort(group, kind="stable")
+    sorted_group = group[order]
+    bounds = np.flatnonzero(np.diff(sorted_group)) + 1
+    starts = np.concatenate([[0], bounds])
+    ends = np.concatenate([bounds, [n]])
+    for s, e in zip(starts, ends, strict=True):
+        g = int(sorted_group[s])
+        yield parts[g // opts.bucket], g % opts.bucket, table.take(pa.array(order[s:e]))

@@ -1,0 +1,190 @@
+"""The table writer: sequence numbers, a bounded write buffer with pre-merge, level-0 files, input changelog."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from mergetable.core.errors import MergeError, SchemaError
+from mergetable.core.fileio import FileIO
+from mergetable.core.merge import MergeFunction
+from mergetable.core.merge.base import WRITE_MASK
+from mergetable.core.options import ChangelogProducer, DeleteBehavior
+from mergetable.core.rowkind import RowKind, is_retract
+from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
+from mergetable.metadata.models import CommitMessage, DataFileMeta
+from mergetable.write.files import data_file_path, write_kv_files
+from mergetable.write.input import RowKindArg, conform, row_kinds, split_by_bucket, to_arrow_table
+
+BucketId = tuple[tuple[str | None, ...], int]
+NextSequence = Callable[[tuple[str | None, ...], int], int]
+
+
+def write_mask_for(schema: TableSchema, columns: Sequence[str]) -> int:
+    """Bit i set ⇔ ``schema.column_names[i]`` is in ``columns``."""
+    mask = 0
+    for i, c in enumerate(schema.column_names):
+        if c in columns:
+            mask |= 1 << i
+    return mask
+
+
+class TableWriter:
+    """Buffers rows per (partition, bucket) and writes pre-merged level-0 files.
+
+    Memory is bounded by ``write-buffer-size``: when the buffered Arrow data exceeds it, every bucket
+    is flushed to level-0 files. ``prepare_commit`` flushes the rest and returns one
+    :class:`CommitMessage` per touched bucket. Nothing is visible until those messages are committed.
+    """
+
+    def __init__(
+        self, fileio: FileIO, schema: TableSchema, merge_function: MergeFunction, next_sequence: NextSequence
+    ) -> None:
+        self.fileio = fileio
+        self.schema = schema
+        self.options = schema.table_options
+        self.merge_function = merge_function
+        self._next_sequence = next_sequence
+        self._next_seq: dict[BucketId, int] = {}
+        self._buffer: dict[BucketId, list[pa.Table]] = {}
+        self._buffer_bytes = 0
+        self._buffer_cols: tuple[str, ...] | None = None
+        self._new_files: dict[BucketId, list[DataFileMeta]] = {}
+        self._changelog_files: dict[BucketId, list[DataFileMeta]] = {}
+
+    # -- input ------------------------------------------------------------------------------------
+    def write(self, data: Any, row_kind: RowKindArg = None, target_columns: Sequence[str] | None = None) -> None:
+        """Buffer ``data`` (Arrow/pandas) with its row kinds; see :meth:`mergetable.Table.write`."""
+        table = to_arrow_table(data)
+        rowkind_field = self.options.rowkind_field
+        if rowkind_field is not None and row_kind is None and rowkind_field in table.schema.names:
+            kinds = row_kinds(table.num_rows, table.column(rowkind_field), rowkind_field)
+        else:
+            kinds = row_kinds(table.num_rows, row_kind)
+        cols = tuple(target_columns) if target_columns is not None else None
+        if cols is not None:
+            cols = tuple(c for c in self.schema.column_names if c in cols) or cols
+        table = conform(table, self.schema, cols)
+        table, kinds = self._filter_kinds(table, kinds)
+        if table.num_rows == 0:
+            return
+        if cols != self._buffer_cols and self._buffer:
+            self.flush()
+        self._buffer_cols = cols
+        table = table.append_column(VALUE_KIND, kinds)
+        budget = max(1, self.options.write_buffer_size)
+        row_bytes = max(1, table.nbytes // max(1, table.num_rows))
+        step = max(1, budget // row_bytes)
+        for start in range(0, table.num_rows, step):
+            for partition, bucket, rows in split_by_bucket(table.slice(start, step), self.schema):
+                self._buffer.setdefault((partition, bucket), []).append(rows)
+                self._buffer_bytes += rows.nbytes
+            if self._buffer_bytes >= budget:
+                self.flush()
+
+    def _filter_kinds(self, table: pa.Table, kinds: pa.Array) -> tuple[pa.Table, pa.Array]:
+        opts = self.options
+        k = np.asarray(kinds.to_numpy(zero_copy_only=False))
+        drop = np.zeros(len(k), dtype=bool)
+        if opts.ignore_delete or opts.delete_behavior is DeleteBehavior.IGNORE:
+            drop |= is_retract(k)
+        elif opts.ignore_update_before:
+            drop |= k == RowKind.UPDATE_BEFORE
+        if opts.delete_behavior is DeleteBehavior.DISABLE and is_retract(k[~drop]).any():
+            raise MergeError(
+                "Delete operations are disabled for this table. The table.delete.behavior is set to 'disable'."
+            )
+        if drop.any():
+            keep = pa.array(~drop)
+            return table.filter(keep), kinds.filter(keep)
+        return table, kinds
+
+    # -- flushing ---------------------------------------------------------------------------------
+    def flush(self) -> None:
+        for bucket_id, parts in self._buffer.items():
+            self._flush_bucket(bucket_id, pa.concat_tables(parts) if len(parts) > 1 else parts[0])
+        self._buffer.clear()
+        self._buffer_bytes = 0
+
+    def _flush_bucket(self, bucket_id: BucketId, rows: pa.Table) -> None:
+        partition, bucket = bucket_id
+        n = rows.num_rows
+        first = self._next_seq.get(bucket_id)
+        if first is None:
+            first = self._next_sequence(partition, bucket)
+        self._next_seq[bucket_id] = first + n
+        kv = self._to_kv(rows, np.arange(first, first + n, dtype=np.int64))
+        write_cols = self._buffer_cols
+        if self.options.changelog_producer is ChangelogProducer.INPUT:
+            files = write_kv_files(
+                self.fileio, self.schema, partition, bucket, kv, level=0, changelog=True, write_cols=write_cols
+            )
+            self._changelog_files.setdefault(bucket_id, []).extend(files)
+        if write_cols is not None:
+            mask = write_mask_for(self.schema, write_cols)
+            kv = kv.append_column(WRITE_MASK, pa.array(np.full(n, mask, dtype=np.int64)))
+        merged = self.merge_function.merge(kv, seq_ordered=True)
+        if WRITE_MASK in merged.schema.names:
+            merged = merged.drop_columns([WRITE_MASK])
+        files = write_kv_files(self.fileio, self.schema, partition, bucket, merged, level=0, write_cols=write_cols)
+        self._new_files.setdefault(bucket_id, []).extend(files)
+
+    def _to_kv(self, rows: pa.Table, seq: np.ndarray) -> pa.Table:
+        fs = self.schema.file_schema
+        cols = []
+        for name in fs.names:
+            if name == SEQUENCE_NUMBER:
+                cols.append(pa.array(seq))
+            else:
+                cols.append(rows.column(name))
+        return pa.Table.from_arrays(cols, schema=fs)
+
+    # -- results ----------------------------------------------------------------------------------
+    def prepare_commit(self) -> list[CommitMessage]:
+        """Flush and return the files written so far (one message per touched bucket); resets the writer."""
+        self.flush()
+        total = self.options.bucket
+        messages = []
+        for bucket_id in sorted(set(self._new_files) | set(self._changelog_files), key=_bucket_sort_key):
+            partition, bucket = bucket_id
+            messages.append(
+                CommitMessage(
+                    partition=partition,
+                    bucket=bucket,
+                    total_buckets=total,
+                    new_files=tuple(self._new_files.get(bucket_id, ())),
+                    changelog_files=tuple(self._changelog_files.get(bucket_id, ())),
+                )
+            )
+        self._new_files.clear()
+        self._changelog_files.clear()
+        return messages
+
+    def abort(self) -> None:
+        """Delete every file written and not yet handed out by :meth:`prepare_commit`."""
+        self._buffer.clear()
+        self._buffer_bytes = 0
+        paths = [
+            data_file_path(self.fileio, self.schema, partition, bucket, f.file_name)
+            for files in (self._new_files, self._changelog_files)
+            for (partition, bucket), metas in files.items()
+            for f in metas
+        ]
+        self.fileio.delete_quietly(paths)
+        self._new_files.clear()
+        self._changelog_files.clear()
+
+
+def _bucket_sort_key(bucket_id: BucketId) -> tuple[tuple[str, ...], int]:
+    partition, bucket = bucket_id
+    return tuple("" if v is None else v for v in partition), bucket
+
+
+def check_schema_compatible(data_schema: pa.Schema, schema: TableSchema) -> None:
+    """Fail early (naming the column) when a data schema cannot be written to the table."""
+    for f in data_schema:
+        if f.name not in schema.column_names:
+            raise SchemaError(f"column is not in the table schema {list(schema.column_names)}", f.name)
