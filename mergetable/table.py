@@ -145,7 +145,9 @@ class Table:
         for e in self.manifests.live_entries(base):
             k = (e.partition, e.bucket)
             max_seq[k] = max(max_seq.get(k, -1), e.file.max_sequence_number)
-        return TableWriter(self.fileio, self.table_schema, self.merge_function, lambda p, b: max_seq.get((p, b), -1) + 1)
+        return TableWriter(
+            self.fileio, self.table_schema, self.merge_function, lambda p, b: max_seq.get((p, b), -1) + 1
+        )
 
     def commit(
         self,

@@ -9,6 +9,7 @@ Nothing becomes visible before the snapshot file exists, and it appears whole or
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 from collections.abc import Sequence
@@ -110,7 +111,9 @@ class Committer:
                 return result
             attempt += 1
             elapsed_ms = (time.monotonic() - started) * 1000
-            if attempt > opts.commit_max_retries or (opts.commit_timeout is not None and elapsed_ms > opts.commit_timeout):
+            if attempt > opts.commit_max_retries or (
+                opts.commit_timeout is not None and elapsed_ms > opts.commit_timeout
+            ):
                 raise CommitConflictError(
                     f"commit gave up after {attempt} attempts ({elapsed_ms:.0f} ms): other commits kept winning "
                     "(raise 'commit.max-retries' or 'commit.timeout')"
@@ -131,7 +134,9 @@ class Committer:
         delta = self._delta_entries(live, messages, kind, overwrite)
         self._check_conflicts(live, delta, kind)
         changelog = [
-            ManifestEntry(kind=FileKind.ADD, partition=m.partition, bucket=m.bucket, total_buckets=m.total_buckets, file=f)
+            ManifestEntry(
+                kind=FileKind.ADD, partition=m.partition, bucket=m.bucket, total_buckets=m.total_buckets, file=f
+            )
             for m in messages
             for f in (m.compact_changelog_files if kind is CommitKind.COMPACT else m.changelog_files)
         ]
@@ -285,7 +290,7 @@ class Committer:
 
         for (partition, bucket, level), files in by_level.items():
             ranges = sorted((key(e.file.min_key), key(e.file.max_key), e.file.file_name) for e in files)
-            for a, b in zip(ranges, ranges[1:]):
+            for a, b in itertools.pairwise(ranges):
                 if not a[1] < b[0]:
                     raise CommitConflictError(
                         f"LSM conflicts detected! files {a[2]} and {b[2]} overlap at level {level} of bucket "

@@ -154,7 +154,7 @@ def _manifest_meta(name: str, size: int, entries: Sequence[ManifestEntry], schem
     maxs: list[str | None] = []
     nulls: list[int] = []
     for i in range(width):
-        values = [p[i] for p in parts if p[i] is not None]
+        values = [v for p in parts if (v := p[i]) is not None]
         mins.append(min(values) if values else None)
         maxs.append(max(values) if values else None)
         nulls.append(sum(1 for p in parts if p[i] is None))

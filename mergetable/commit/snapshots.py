@@ -87,7 +87,7 @@ class SnapshotManager:
         if not ids:
             raise SnapshotNotFoundError("the table has no snapshots")
         times = _LazyTimes(self, ids)
-        pos = bisect.bisect_right(times, timestamp_ms)  # type: ignore[call-overload]
+        pos = bisect.bisect_right(times, timestamp_ms)
         if pos == 0:
             raise SnapshotNotFoundError(
                 f"no snapshot at or before timestamp {timestamp_ms} (earliest is {self.load(ids[0]).time_millis})"

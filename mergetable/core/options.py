@@ -191,9 +191,7 @@ class TableOptions(BaseModel):
     full_compaction_delta_commits: Int | None = Field(None, alias="full-compaction.delta-commits")
     changelog_producer: ChangelogProducer = Field(ChangelogProducer.NONE, alias="changelog-producer")
     changelog_row_deduplicate: Bool = Field(False, alias="changelog-producer.row-deduplicate")
-    changelog_row_deduplicate_ignore_fields: Names = Field(
-        (), alias="changelog-producer.row-deduplicate-ignore-fields"
-    )
+    changelog_row_deduplicate_ignore_fields: Names = Field((), alias="changelog-producer.row-deduplicate-ignore-fields")
     changelog_compaction_interval: Duration | None = Field(None, alias="changelog-producer.compaction-interval")
     lookup_wait: Bool = Field(True, alias="lookup-wait")
     force_lookup: Bool = Field(False, alias="force-lookup")

@@ -175,7 +175,9 @@ def candidate_buckets(
             choices[col] = vals if col not in choices else [v for v in choices[col] if v in vals]
         if set(choices) != set(bucket_keys):
             return None
-        combos = list(itertools.islice(itertools.product(*(choices[k] for k in bucket_keys)), _MAX_BUCKET_COMBINATIONS + 1))
+        combos = list(
+            itertools.islice(itertools.product(*(choices[k] for k in bucket_keys)), _MAX_BUCKET_COMBINATIONS + 1)
+        )
         if len(combos) > _MAX_BUCKET_COMBINATIONS:
             return None
         if not combos:

@@ -12,6 +12,14 @@ from mergetable.core.predicates import encode_stat
 from mergetable.metadata.models import SimpleStats
 
 
+def _storage(col: pa.ChunkedArray | pa.Array | pa.Scalar) -> pa.ChunkedArray | pa.Array | pa.Scalar:
+    """Temporal values as their integer storage (days or units), which orders the same way."""
+    t = col.type
+    if pa.types.is_temporal(t):
+        return col.cast(pa.int32() if t.bit_width == 32 else pa.int64())
+    return col
+
+
 def _has_order(t: pa.DataType) -> bool:
     return not (pa.types.is_nested(t) or pa.types.is_null(t))
 
@@ -26,7 +34,7 @@ def column_stats(table: pa.Table, columns: Sequence[str]) -> SimpleStats:
         t = col.type
         nulls.append(col.null_count)
         if _has_order(t) and len(col) > col.null_count:
-            mm = pc.min_max(col)
+            mm = pc.min_max(_storage(col))
             mins.append(encode_stat(mm["min"].as_py(), t))
             maxs.append(encode_stat(mm["max"].as_py(), t))
         else:
@@ -37,4 +45,4 @@ def column_stats(table: pa.Table, columns: Sequence[str]) -> SimpleStats:
 
 def key_row(table: pa.Table, columns: Sequence[str], index: int) -> tuple[Any, ...]:
     """The key of row ``index`` in stats form."""
-    return tuple(encode_stat(table.column(c)[index].as_py(), table.schema.field(c).type) for c in columns)
+    return tuple(encode_stat(_storage(table.column(c)[index]).as_py(), table.schema.field(c).type) for c in columns)

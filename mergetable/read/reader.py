@@ -7,6 +7,7 @@ merged with one stable sort + per-key selection. Value filters are applied exact
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -86,7 +87,7 @@ class SplitReader:
             return _concat(tables, self.read_schema)
         ordered = sorted(runs, key=lambda r: min(f.min_sequence_number for f in r))
         ranges = [(min(f.min_sequence_number for f in r), max(f.max_sequence_number for f in r)) for r in ordered]
-        seq_ordered = all(a[1] < b[0] for a, b in zip(ranges, ranges[1:]))
+        seq_ordered = all(a[1] < b[0] for a, b in itertools.pairwise(ranges))
         tables = [self.read_file(split, f, self.key_filter) for r in ordered for f in r]
         if partial:
             tables = [t if WRITE_MASK in t.schema.names else _with_full_mask(t, self.schema) for t in tables]

@@ -8,7 +8,7 @@ runs. Only sections with more than one run need merging.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -129,10 +129,7 @@ class Planner:
                 continue
             if schema.partition_keys:
                 if e.partition not in part_ok:
-                    values = self.partition_values(e.partition)
-                    part_ok[e.partition] = may_match(
-                        dnf, lambda c, v=values: (v[c], v[c]) if c in v and v[c] is not None else None, self.arrow
-                    )
+                    part_ok[e.partition] = may_match(dnf, _point_ranges(self.partition_values(e.partition)), self.arrow)
                 if not part_ok[e.partition]:
                     continue
             stats = e.file.key_stats
@@ -161,6 +158,14 @@ class Planner:
             total = group[0].total_buckets
             splits.extend(_pack(snapshot.id, partition, bucket, total, sections, target_split_size))
         return splits
+
+
+def _point_ranges(values: dict[str, Any]) -> Callable[[str], tuple[Any, Any] | None]:
+    def lookup(column: str) -> tuple[Any, Any] | None:
+        v = values.get(column)
+        return None if v is None else (v, v)
+
+    return lookup
 
 
 def _part_key(p: Partition) -> tuple[str, ...]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -14,7 +14,7 @@ from mergetable.core.hashing import bucket_of
 from mergetable.core.rowkind import RowKind, kinds_from_strings
 from mergetable.core.schema import TableSchema
 
-RowKindArg = None | str | int | RowKind | Sequence[str | int | RowKind] | pa.Array | pa.ChunkedArray
+RowKindArg: TypeAlias = str | int | RowKind | Sequence[str | int | RowKind] | pa.Array | pa.ChunkedArray | None
 
 
 def to_arrow_table(data: Any) -> pa.Table:
@@ -38,7 +38,7 @@ def to_arrow_table(data: Any) -> pa.Table:
             raise SchemaError("an iterable input must yield pyarrow RecordBatches")
         if not batches:
             return pa.table({})
-        return pa.Table.from_batches(batches)  # type: ignore[arg-type]
+        return pa.Table.from_batches(batches)
     raise SchemaError(f"cannot write data of type {type(data).__name__}; pass a pyarrow Table or RecordBatch")
 
 
@@ -123,9 +123,7 @@ def partition_strings(table: pa.Table, keys: Sequence[str]) -> list[pa.Array]:
     return out
 
 
-def split_by_bucket(
-    table: pa.Table, schema: TableSchema
-) -> Iterator[tuple[tuple[str | None, ...], int, pa.Table]]:
+def split_by_bucket(table: pa.Table, schema: TableSchema) -> Iterator[tuple[tuple[str | None, ...], int, pa.Table]]:
     """Split rows by (partition, bucket), keeping input order inside each group."""
     n = table.num_rows
     if n == 0:

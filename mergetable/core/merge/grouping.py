@@ -58,11 +58,12 @@ def sort_permutation(
             return np.argsort(key, kind="stable").astype(np.int64, copy=False)
         seq = _np(rows.column(SEQUENCE_NUMBER))
         return np.lexsort((seq, key)).astype(np.int64, copy=False)
-    order: list[tuple[str, str]] = [(k, "ascending") for k in keys]
-    order += [(f, "descending" if seq_descending else "ascending") for f in seq_fields]
+    # Null sequence-field values sort first (oldest) in both directions, as in Paimon.
+    order: list[tuple[str, str, str]] = [(k, "ascending", "at_start") for k in keys]
+    order += [(f, "descending" if seq_descending else "ascending", "at_start") for f in seq_fields]
     if not (seq_ordered and not seq_fields):
-        order.append((SEQUENCE_NUMBER, "ascending"))
-    idx = pc.sort_indices(rows, sort_keys=order, null_placement="at_start")
+        order.append((SEQUENCE_NUMBER, "ascending", "at_start"))
+    idx = pc.sort_indices(rows, sort_keys=order)
     return _np(idx).astype(np.int64, copy=False)
 
 
