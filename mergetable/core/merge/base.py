@@ -1,4 +1,11 @@
-"""The merge-engine protocol and registry shared by the write buffer, merge-on-read and compaction."""
+"""The merge-engine protocol and registry shared by the write buffer, merge-on-read and compaction.
+
+Rows handed to :meth:`MergeFunction.merge` may carry the int64 column :data:`WRITE_MASK`
+(``_WRITE_MASK``) for partial writes (Fluss target columns): bit ``i`` is set when the row carries a
+real value for ``schema.column_names[i]``. Without the column, every row wrote every column. Every
+engine honours it: a column's fold only sees rows that wrote it, the result's mask is the OR of the
+key's masks, and a delete with a partial mask is a partial delete (see ``engine_base``).
+"""
 
 from __future__ import annotations
 
@@ -38,9 +45,7 @@ _REGISTRY: dict[MergeEngine, Factory] = {}
 _VALIDATORS: dict[MergeEngine, Callable[[TableSchema], None]] = {}
 
 
-def register(
-    engine: MergeEngine, factory: Factory, validator: Callable[[TableSchema], None] | None = None
-) -> None:
+def register(engine: MergeEngine, factory: Factory, validator: Callable[[TableSchema], None] | None = None) -> None:
     """Register the factory (and optional create-time validator) of a merge engine."""
     _REGISTRY[engine] = factory
     if validator is not None:
@@ -48,6 +53,7 @@ def register(
 
 
 def create_merge_function(schema: TableSchema) -> MergeFunction:
+    """The merge function of the table's ``merge-engine`` (raises OptionsError for an unknown engine)."""
     engine = schema.table_options.merge_engine
     try:
         factory = _REGISTRY[engine]
@@ -68,4 +74,5 @@ def validate_merge_options(schema: TableSchema) -> None:
 
 
 def system_and_key_columns(schema: TableSchema) -> list[str]:
+    """Key columns, ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``: always part of a merge's rows."""
     return [*schema.trimmed_primary_keys, SEQUENCE_NUMBER, VALUE_KIND]

@@ -1,0 +1,90 @@
+"""Zero-copy conversions between Arrow arrays and numpy used by the vectorized folds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+def is_numeric_storage(t: pa.DataType) -> bool:
+    """Types whose values are fixed-width numbers in one data buffer (ints, floats, temporal)."""
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)
+
+
+def storage_dtype(t: pa.DataType) -> np.dtype:
+    """The numpy dtype of a fixed-width type's data buffer."""
+    if pa.types.is_integer(t) or pa.types.is_floating(t):
+        return np.dtype(t.to_pandas_dtype())
+    if pa.types.is_temporal(t):
+        return np.dtype(np.int32) if t.bit_width == 32 else np.dtype(np.int64)
+    raise TypeError(f"{t} has no fixed-width numeric storage")
+
+
+def raw_numpy(arr: pa.Array) -> np.ndarray:
+    """The data buffer of a fixed-width array as numpy (values under nulls are arbitrary)."""
+    t = arr.type
+    if pa.types.is_boolean(t):
+        return np.asarray(pc.fill_null(arr, False).to_numpy(zero_copy_only=False), dtype=np.int8)
+    dtype = storage_dtype(t)
+    buf = arr.buffers()[1]
+    if buf is None:
+        return np.zeros(len(arr), dtype=dtype)
+    return np.frombuffer(buf, dtype=dtype, count=len(arr) + arr.offset)[arr.offset :]
+
+
+def validity_buffer(valid: np.ndarray | None) -> pa.Buffer | None:
+    if valid is None or bool(valid.all()):
+        return None
+    return pa.py_buffer(np.packbits(valid.astype(bool), bitorder="little"))
+
+
+def from_numpy(values: np.ndarray, valid: np.ndarray | None, t: pa.DataType) -> pa.Array:
+    """An Arrow array of type ``t`` from numbers in its storage representation and a validity mask."""
+    n = len(values)
+    if pa.types.is_boolean(t):
+        arr = pa.array(values.astype(bool), type=pa.bool_())
+        return arr if valid is None or valid.all() else pc.if_else(pa.array(valid), arr, pa.nulls(n, t))
+    data = np.ascontiguousarray(values.astype(storage_dtype(t), copy=False))
+    return pa.Array.from_buffers(t, n, [validity_buffer(valid), pa.py_buffer(data)])
+
+
+def decimal_unscaled(arr: pa.Array) -> np.ndarray:
+    """Unscaled int64 values of a decimal128 array whose precision is at most 18."""
+    buf = arr.buffers()[1]
+    words = np.frombuffer(buf, dtype=np.int64, count=2 * (len(arr) + arr.offset))
+    return words[2 * arr.offset :: 2]
+
+
+def decimal_from_unscaled(values: np.ndarray, valid: np.ndarray | None, t: pa.DataType) -> pa.Array:
+    """A decimal128 array from unscaled int64 values."""
+    n = len(values)
+    words = np.empty(2 * n, dtype=np.int64)
+    words[0::2] = values
+    words[1::2] = values >> 63
+    return pa.Array.from_buffers(t, n, [validity_buffer(valid), pa.py_buffer(words)])
+
+
+def scatter(base: pa.Array, positions: np.ndarray, values: pa.Array) -> pa.Array:
+    """``base`` with ``base[positions[i]] = values[i]`` (works for every type, nested included)."""
+    if len(positions) == 0:
+        return base
+    if len(positions) == len(base):
+        order = np.empty(len(base), dtype=np.int64)
+        order[positions] = np.arange(len(positions), dtype=np.int64)
+        return values.take(pa.array(order))
+    idx = np.arange(len(base), dtype=np.int64)
+    idx[positions] = len(base) + np.arange(len(positions), dtype=np.int64)
+    combined = pa.concat_arrays([base, values.cast(base.type)])
+    return combined.take(pa.array(idx))
+
+
+__all__ = [
+    "decimal_from_unscaled",
+    "decimal_unscaled",
+    "from_numpy",
+    "is_numeric_storage",
+    "raw_numpy",
+    "scatter",
+    "storage_dtype",
+]
