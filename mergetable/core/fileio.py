@@ -45,7 +45,13 @@ class FileIO:
         return "/".join([self.root, *[p.strip("/") for p in parts if p]])
 
     # -- reading ----------------------------------------------------------------------------------
+    def _fresh(self, path: str) -> None:
+        """Forget cached listings (object-store file systems cache them), so other writers' files are seen."""
+        if not (self.is_local or self.is_memory):
+            self.fs.invalidate_cache(path)
+
     def exists(self, path: str) -> bool:
+        self._fresh(path)
         return bool(self.fs.exists(path))
 
     def read_bytes(self, path: str) -> bytes:
@@ -60,6 +66,7 @@ class FileIO:
 
     def list_names(self, directory: str) -> list[str]:
         """Base names in ``directory`` (empty if it does not exist)."""
+        self._fresh(directory)
         try:
             entries = self.fs.ls(directory, detail=False)
         except FileNotFoundError:
@@ -68,6 +75,7 @@ class FileIO:
 
     def walk_files(self, directory: str) -> Iterator[tuple[str, float | None]]:
         """Every file under ``directory`` with its modification time (seconds) where known."""
+        self._fresh(directory)
         try:
             found = self.fs.find(directory, detail=True)
         except FileNotFoundError:

@@ -152,7 +152,7 @@ def test_projection_and_scan_batches(table_uri: str) -> None:
 
 
 def test_write_buffer_bounds_memory_with_several_level0_files(table_uri: str) -> None:
-    t = make(table_uri, **{"bucket": "1", "write-buffer-size": "64kb", "target-file-size": "32kb"})
+    t = make(table_uri, **{"bucket": "1", "write-buffer-size": "64kb", "target-file-size": "32kb", "write-only": "true"})
     t.write(data(list(range(20_000))))
     files = t.files()
     assert len(files) > 3
@@ -168,7 +168,7 @@ def test_memory_filesystem(memory_uri: str) -> None:
 
 
 def test_manifests_are_merged_so_planning_stays_flat(table_uri: str) -> None:
-    t = make(table_uri, **{"manifest.merge-min-count": "5"})
+    t = make(table_uri, **{"manifest.merge-min-count": "5", "write-only": "true"})
     for i in range(20):
         t.write(data([i]))
     snap = t.latest_snapshot()
@@ -187,7 +187,10 @@ def test_empty_write_makes_no_snapshot(table_uri: str) -> None:
 
 
 def test_expiration_keeps_tagged_files(table_uri: str) -> None:
-    t = make(table_uri, **{"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "2", "bucket": "1"})
+    t = make(
+        table_uri,
+        **{"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "2", "bucket": "1", "write-only": "true"},
+    )
     for i in range(5):
         t.write(data([1], float(i)))
     t.create_tag("keep", snapshot_id=2)
