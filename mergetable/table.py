@@ -16,6 +16,14 @@ from mergetable.commit.committer import Committer, Overwrite
 from mergetable.commit.maintenance import ExpireResult, expire_snapshots, remove_orphan_files
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.snapshots import SnapshotManager, TagManager
+from mergetable.compaction.incremental import (
+    SnapshotRef,
+    delta_splits,
+    read_changelog,
+    resolve_range,
+    snapshots_between,
+)
+from mergetable.compaction.job import CompactionJob, Executor, Progress
 from mergetable.core import paths
 from mergetable.core.errors import (
     CommitStateUnknownError,
@@ -171,6 +179,9 @@ class Table:
         except BaseException:
             self.abort(messages)
             raise
+        touched = {(m.partition, m.bucket) for m in messages if m.new_files}
+        if snaps and touched:
+            self.compaction_job().after_write(touched, snaps[-1].commit_identifier)
         return snaps[-1] if snaps else None
 
     def abort(self, messages: Sequence[CommitMessage | None]) -> None:
@@ -281,9 +292,17 @@ class Table:
         timestamp_ms: int | None = None,
         tag: str | None = None,
         target_split_size: int = 128 << 20,
+        incremental_between: tuple[SnapshotRef, SnapshotRef] | None = None,
     ) -> list[Split]:
-        snap = self.resolve_snapshot(snapshot_id, timestamp_ms, tag)
         dnf = normalize_filters(filter, self.schema)
+        if incremental_between is not None:
+            if any(x is not None for x in (snapshot_id, timestamp_ms, tag)):
+                raise MergeTableError("incremental_between cannot be combined with snapshot_id, timestamp_ms or tag")
+            start, end = resolve_range(self.snapshot_manager, self.tag_manager, incremental_between)
+            return delta_splits(
+                self.manifests, snapshots_between(self.snapshot_manager, start, end), self.table_schema, dnf
+            )
+        snap = self.resolve_snapshot(snapshot_id, timestamp_ms, tag)
         return Planner(self.manifests, self.table_schema).plan(snap, dnf, target_split_size)
 
     def split_reader(self, columns: Sequence[str] | None = None, filter: Filters | None = None) -> SplitReader:
@@ -301,9 +320,10 @@ class Table:
         snapshot_id: int | None,
         timestamp_ms: int | None,
         tag: str | None,
+        incremental_between: tuple[SnapshotRef, SnapshotRef] | None = None,
     ) -> tuple[pa.Schema, Iterator[pa.Table]]:
         reader = self.split_reader(columns, filter)
-        splits = self.plan(filter, snapshot_id, timestamp_ms, tag)
+        splits = self.plan(filter, snapshot_id, timestamp_ms, tag, incremental_between=incremental_between)
         return reader.out_schema, (t for s in splits for t in reader.read_split(s))
 
     def read(
@@ -313,9 +333,15 @@ class Table:
         snapshot_id: int | None = None,
         timestamp_ms: int | None = None,
         tag: str | None = None,
+        incremental_between: tuple[SnapshotRef, SnapshotRef] | None = None,
     ) -> pa.Table:
-        """The merged rows of a snapshot (latest by default) as one Arrow table."""
-        schema, tables = self._tables(columns, filter, snapshot_id, timestamp_ms, tag)
+        """The merged rows of a snapshot (latest by default) as one Arrow table.
+
+        ``incremental_between=(start, end)`` (snapshot ids or tag names, start exclusive) reads instead,
+        per key, the merge of what the data commits in that range wrote (Paimon's ``delta`` incremental
+        read); see :meth:`changelog` for the changes with their row kinds.
+        """
+        schema, tables = self._tables(columns, filter, snapshot_id, timestamp_ms, tag, incremental_between)
         parts = list(tables)
         return pa.concat_tables(parts) if parts else schema.empty_table()
 
@@ -326,9 +352,10 @@ class Table:
         snapshot_id: int | None = None,
         timestamp_ms: int | None = None,
         tag: str | None = None,
+        incremental_between: tuple[SnapshotRef, SnapshotRef] | None = None,
     ) -> pa.RecordBatchReader:
         """Like :meth:`read`, streamed: memory is bounded by one section of one bucket at a time."""
-        schema, tables = self._tables(columns, filter, snapshot_id, timestamp_ms, tag)
+        schema, tables = self._tables(columns, filter, snapshot_id, timestamp_ms, tag, incremental_between)
         return pa.RecordBatchReader.from_batches(schema, (b for t in tables for b in t.to_batches()))
 
     def files(self, snapshot_id: int | None = None) -> list[tuple[tuple[str | None, ...], int, DataFileMeta]]:
@@ -336,7 +363,44 @@ class Table:
         snap = self.resolve_snapshot(snapshot_id)
         return [(e.partition, e.bucket, e.file) for e in self.manifests.live_entries(snap)]
 
+    def changelog(
+        self,
+        start_snapshot_exclusive: SnapshotRef,
+        end_snapshot_inclusive: SnapshotRef,
+        columns: Sequence[str] | None = None,
+        filter: Filters | None = None,
+    ) -> pa.Table:
+        """The changes of snapshots ``(start, end]`` in commit order, with a ``_row_kind`` column (+I -U +U -D).
+
+        From the changelog files of ``changelog-producer`` input, lookup or full-compaction; with ``none``,
+        derived from each data commit's merged delta.
+        """
+        start, end = resolve_range(
+            self.snapshot_manager, self.tag_manager, (start_snapshot_exclusive, end_snapshot_inclusive)
+        )
+        snaps = snapshots_between(self.snapshot_manager, start, end)
+        return read_changelog(self.manifests, snaps, self.table_schema, self.split_reader(columns, filter))
+
     # -- maintenance ------------------------------------------------------------------------------
+    def compaction_job(self, executor: Executor | None = None, progress: Progress | None = None) -> CompactionJob:
+        return CompactionJob(self.fileio, self.table_schema, self.merge_function, executor, progress)
+
+    def compact(
+        self,
+        full: bool = False,
+        partitions: Sequence[dict[str, Any]] | None = None,
+        executor: Executor | None = None,
+        progress: Progress | None = None,
+    ) -> Snapshot | None:
+        """Compact now and commit one COMPACT snapshot (None when nothing needed compacting).
+
+        ``full`` compacts every bucket into the top level; otherwise each bucket gets the compaction
+        universal compaction picks for it. ``partitions``: partial specs such as ``[{"dt": "2024-01-01"}]``.
+        A concurrent conflicting commit makes the changed buckets compact again on the new snapshot;
+        :class:`CommitConflictError` when that keeps failing (the table is then unchanged).
+        """
+        return self.compaction_job(executor, progress).compact(full, partitions)
+
     def expire_snapshots(self, now_ms: int | None = None) -> ExpireResult:
         """Expire old snapshots per ``snapshot.*`` options, deleting files no kept snapshot or tag uses."""
         return expire_snapshots(self.fileio, self.table_schema, now_ms)

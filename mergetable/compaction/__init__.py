@@ -1,1 +1,23 @@
-"""Tier: compaction."""
+"""Tier 5: LSM levels and universal compaction, compaction jobs, changelog producers, incremental reads."""
+
+from mergetable.compaction.compaction import BucketCompactor, CompactResult
+from mergetable.compaction.incremental import ROW_KIND
+from mergetable.compaction.job import FULL_COMPACTION_PROPERTY, BucketPlan, CompactionJob, Executor, Progress, run_plan
+from mergetable.compaction.lsm import CompactUnit, Levels, LevelSortedRun, SortedRun, UniversalCompaction
+
+__all__ = [
+    "FULL_COMPACTION_PROPERTY",
+    "ROW_KIND",
+    "BucketCompactor",
+    "BucketPlan",
+    "CompactResult",
+    "CompactUnit",
+    "CompactionJob",
+    "Executor",
+    "LevelSortedRun",
+    "Levels",
+    "Progress",
+    "SortedRun",
+    "UniversalCompaction",
+    "run_plan",
+]

@@ -1,0 +1,322 @@
+"""Compacting one bucket: pick a unit from its levels and run it (Paimon's ``MergeTreeCompactTask``).
+
+The unit's files are cut into IntervalPartition sections. A section with several sorted runs is merged
+through the table's merge engine (the merge-on-read code) and rewritten at the output level. A section of
+a single file is rewritten only if the file is small (below ``target-file-size`` *
+``compaction.small-file-ratio``), together with its small or overlapping neighbours; a large file is
+upgraded, i.e. moved to the output level without rewriting, unless it goes to the max level and holds
+retracts. Retracts are dropped when nothing older can remain below the output level. Rewritten output
+rolls at ``target-file-size`` and keeps each key's ``_SEQUENCE_NUMBER``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from mergetable.compaction.changelog import diff_changelog, key_set, only_keys
+from mergetable.compaction.lsm import (
+    CompactUnit,
+    Levels,
+    UniversalCompaction,
+    drops_deletes,
+    pick_full_compaction,
+    worth_running,
+)
+from mergetable.core.fileio import FileIO
+from mergetable.core.merge import MergeFunction
+from mergetable.core.options import ChangelogProducer
+from mergetable.core.rowkind import is_retract
+from mergetable.core.schema import VALUE_KIND, TableSchema
+from mergetable.metadata.models import CommitMessage, DataFileMeta, FileSource
+from mergetable.read.reader import SplitReader
+from mergetable.read.scan import KeyComparator, Section, Split, interval_partition
+from mergetable.write.files import data_file_path, write_kv_files
+
+Partition = tuple[str | None, ...]
+
+
+@dataclass
+class CompactResult:
+    """What compacting one bucket changed: files removed, files added, changelog produced."""
+
+    before: list[DataFileMeta] = field(default_factory=list)
+    after: list[DataFileMeta] = field(default_factory=list)
+    changelog: list[DataFileMeta] = field(default_factory=list)
+
+    @property
+    def written(self) -> list[DataFileMeta]:
+        """Files this compaction created (upgraded files are not new: they keep their name)."""
+        kept = {f.file_name for f in self.before}
+        return [f for f in (*self.after, *self.changelog) if f.file_name not in kept]
+
+
+def written_files(message: CommitMessage) -> list[DataFileMeta]:
+    """The files a compaction message created, i.e. the ones to delete if it is not committed."""
+    result = CompactResult(
+        list(message.compact_before), list(message.compact_after), list(message.compact_changelog_files)
+    )
+    return result.written
+
+
+class _CachingReader(SplitReader):
+    """Reads the files of one compaction, keeping those ``keep`` selects so each is read once.
+
+    With ``keys`` set, only the records of those keys are returned (files not yet read are read with the
+    first key column pushed down to Parquet).
+    """
+
+    def __init__(self, fileio: FileIO, schema: TableSchema, merge_function: MergeFunction) -> None:
+        super().__init__(fileio, schema, merge_function)
+        self.tables: dict[str, pa.Table] = {}
+        self.keep: Callable[[DataFileMeta], bool] = lambda f: False
+        self.keys: pa.Table | None = None
+
+    def read_file(self, split: Split, f: DataFileMeta, filter_expr: pc.Expression | None) -> pa.Table:
+        table = self.tables.get(f.file_name)
+        if table is None:
+            if self.keys is not None:
+                first = self.keys.column_names[0]
+                table = super().read_file(split, f, pc.field(first).isin(self.keys.column(0).combine_chunks()))
+            else:
+                table = super().read_file(split, f, filter_expr)
+                if self.keep(f):
+                    self.tables[f.file_name] = table
+        if self.keys is not None:
+            table = only_keys(table, self.keys)
+        return table
+
+
+class BucketCompactor:
+    """Picks and runs compactions of single buckets of one table."""
+
+    def __init__(self, fileio: FileIO, schema: TableSchema, merge_function: MergeFunction) -> None:
+        self.fileio = fileio
+        self.schema = schema
+        self.options = schema.table_options
+        self.merge_function = merge_function
+        self.keys = list(schema.trimmed_primary_keys)
+        arrow = schema.arrow_schema
+        self.comparator = KeyComparator([arrow.field(k).type for k in self.keys])
+        opts = self.options
+        self.strategy = UniversalCompaction(
+            opts.compaction_max_size_amplification_percent,
+            opts.compaction_size_ratio,
+            opts.num_sorted_run_compaction_trigger,
+        )
+        self.min_file_size = int(opts.target_file_size * opts.compaction_small_file_ratio)
+        self.producer = opts.changelog_producer
+
+    # -- picking --------------------------------------------------------------------------------------
+    def levels(self, files: Sequence[DataFileMeta]) -> Levels:
+        return Levels(files, self.options.max_levels, self.comparator.min_key)
+
+    @property
+    def forces_level0(self) -> bool:
+        """Lookup tables keep level 0 empty so that changelog is produced at every commit."""
+        return self.producer is ChangelogProducer.LOOKUP or self.options.force_lookup
+
+    def pick(self, levels: Levels, full: bool = False) -> tuple[CompactUnit, bool] | None:
+        """The unit to compact and whether it drops retracts, or None when nothing is worth doing."""
+        runs = levels.level_sorted_runs()
+        n = levels.number_of_levels
+        unit = pick_full_compaction(n, runs) if full else self.strategy.pick(n, runs)
+        if unit is None and not full and self.forces_level0:
+            unit = self.strategy.force_pick_level0(n, runs)
+        unit = worth_running(unit)
+        if unit is None:
+            return None
+        drop = drops_deletes(unit, levels)
+        if not drop and any(f.write_cols is not None for f in unit.files):
+            # A partial-write record merged alone would lose the fact that it is partial; only at the
+            # bottom of the tree (nothing older below) is it equal to a full row with nulls.
+            unit = worth_running(pick_full_compaction(n, runs))
+            if unit is None:
+                return None
+            drop = True
+        return unit, drop
+
+    # -- running --------------------------------------------------------------------------------------
+    def compact(
+        self, partition: Partition, bucket: int, files: Sequence[DataFileMeta], full: bool = False
+    ) -> CompactResult | None:
+        """Compact the bucket holding ``files`` (its live files). None when nothing is worth doing."""
+        levels = self.levels(files)
+        picked = self.pick(levels, full)
+        if picked is None:
+            return None
+        unit, drop_delete = picked
+        task = _Task(self, partition, bucket, levels, unit, drop_delete)
+        try:
+            task.run()
+        except BaseException:
+            self.discard(partition, bucket, task.result.written)
+            raise
+        return task.result
+
+    def discard(self, partition: Partition, bucket: int, files: Sequence[DataFileMeta]) -> None:
+        """Delete files a compaction wrote and will not commit."""
+        paths = [data_file_path(self.fileio, self.schema, partition, bucket, f.file_name) for f in files]
+        self.fileio.delete_quietly(paths)
+
+
+class _Task:
+    """One unit of one bucket: the section-wise rewrite/upgrade loop plus changelog."""
+
+    def __init__(
+        self,
+        owner: BucketCompactor,
+        partition: Partition,
+        bucket: int,
+        levels: Levels,
+        unit: CompactUnit,
+        drop_delete: bool,
+    ) -> None:
+        self.owner = owner
+        self.partition = partition
+        self.bucket = bucket
+        self.levels = levels
+        self.unit = unit
+        self.output_level = unit.output_level
+        self.max_level = levels.max_level
+        self.drop_delete = drop_delete
+        self.split = Split(0, partition, bucket, ())
+        self.reader = _CachingReader(owner.fileio, owner.schema, owner.merge_function)
+        self.result = CompactResult()
+        producer = owner.producer
+        has_level0 = any(f.level == 0 for f in unit.files)
+        self.lookup_changelog = producer is ChangelogProducer.LOOKUP and has_level0 and self.output_level > 0
+        self.full_changelog = producer is ChangelogProducer.FULL_COMPACTION and self.output_level == self.max_level
+        if self.lookup_changelog:
+            self.reader.keep = lambda f: f.level == 0
+        elif self.full_changelog:  # kept per section: the top file is the "before" of the section's keys
+            self.reader.keep = lambda f: True
+        self._changelog_parts: list[pa.Table] = []
+
+    def run(self) -> None:
+        candidate: list[Section] = []
+        for section in interval_partition(self.unit.files, self.owner.comparator):
+            if len(section) > 1:
+                candidate.append(section)
+                continue
+            f = section[0][0]  # a single-run section always holds exactly one file
+            if f.file_size < self.owner.min_file_size:
+                candidate.append(section)
+            else:
+                self._rewrite(candidate)
+                self._upgrade(f)
+        self._rewrite(candidate)
+        if self.lookup_changelog:
+            self._lookup_changelog()
+        self._write_changelog()
+
+    # -- data files -------------------------------------------------------------------------------------
+    def _upgrade(self, f: DataFileMeta) -> None:
+        has_deletes = f.delete_row_count is None or f.delete_row_count > 0
+        if self.output_level == self.max_level and has_deletes:
+            self._rewrite_now([[[f]]])
+            return
+        if self.full_changelog and f.level != self.max_level:  # its records are new to the top level
+            self._diff(None, self.reader.read_file(self.split, f, None))
+            self.reader.tables.clear()
+        if f.level != self.output_level:
+            self.result.before.append(f)
+            self.result.after.append(f.upgrade(self.output_level))
+
+    def _rewrite(self, candidate: list[Section]) -> None:
+        if not candidate:
+            return
+        if len(candidate) == 1 and len(candidate[0]) == 1:
+            for f in candidate[0][0]:
+                self._upgrade(f)
+        else:
+            self._rewrite_now(candidate)
+        candidate.clear()
+
+    def _rewrite_now(self, sections: list[Section]) -> None:
+        parts = []
+        for section in sections:
+            rows = self.reader.merged_section(self.split, section)
+            if self.full_changelog:
+                self._full_changelog(section, rows)
+            if self.drop_delete and rows.num_rows:
+                kinds = np.asarray(rows.column(VALUE_KIND).to_numpy())
+                retract = is_retract(kinds)
+                if retract.any():
+                    rows = rows.filter(pa.array(~retract))
+            parts.append(rows)
+            self.result.before.extend(f for run in section for f in run)
+        rows = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        owner = self.owner
+        self.result.after.extend(
+            write_kv_files(
+                owner.fileio,
+                owner.schema,
+                self.partition,
+                self.bucket,
+                rows,
+                self.output_level,
+                file_source=FileSource.COMPACT,
+            )
+        )
+
+    # -- changelog --------------------------------------------------------------------------------------
+    def _diff(self, before: pa.Table | None, after: pa.Table) -> None:
+        opts = self.owner.options
+        rows = diff_changelog(
+            before if before is not None else after.schema.empty_table(),
+            after,
+            self.owner.keys,
+            dedupe=opts.changelog_row_deduplicate,
+            ignore_fields=opts.changelog_row_deduplicate_ignore_fields,
+        )
+        if rows.num_rows:
+            self._changelog_parts.append(rows)
+
+    def _full_changelog(self, section: Section, merged: pa.Table) -> None:
+        """The top level before vs the merged section after (a full compaction holds every record)."""
+        files = [f for run in section for f in run]
+        top = [self.reader.read_file(self.split, f, None) for f in files if f.level == self.max_level]
+        self.reader.tables.clear()
+        if len(files) == len(top):
+            return
+        self._diff(pa.concat_tables(top) if top else None, merged)
+
+    def _lookup_changelog(self) -> None:
+        """Merged higher levels (the value before) vs everything (after), for the keys in level 0."""
+        reader = self.reader
+        level0 = [f for f in self.unit.files if f.level == 0]
+        keys = key_set([reader.read_file(self.split, f, None) for f in level0], self.owner.keys)
+        higher = [f for f in self.levels.all_files() if f.level > 0]
+        reader.keys = keys
+        try:
+            for f in higher:  # each read once, restricted to the keys
+                reader.tables[f.file_name] = reader.read_file(self.split, f, None)
+            before = reader.merged_section(self.split, [[f] for f in higher]) if higher else None
+            after = reader.merged_section(self.split, [[f] for f in (*higher, *level0)])
+        finally:
+            reader.keys = None
+            reader.tables.clear()
+        self._diff(before, after)
+
+    def _write_changelog(self) -> None:
+        if not self._changelog_parts:
+            return
+        owner = self.owner
+        rows = pa.concat_tables(self._changelog_parts)
+        self.result.changelog.extend(
+            write_kv_files(
+                owner.fileio,
+                owner.schema,
+                self.partition,
+                self.bucket,
+                rows,
+                self.output_level,
+                file_source=FileSource.COMPACT,
+                changelog=True,
+            )
+        )

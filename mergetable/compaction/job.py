@@ -1,0 +1,306 @@
+"""Compaction jobs: plan the buckets of a snapshot, compact them, commit one COMPACT snapshot.
+
+The same loop serves the dedicated job (:meth:`mergetable.Table.compact`, the ``mergetable compact`` CLI,
+``mergetable.spark.compact``) and the compaction a writer runs after its commit. Buckets are compacted by
+an *executor*: in this process one after the other, or spread over Spark tasks.
+
+Concurrency. A compaction is planned on the latest snapshot and committed as one COMPACT snapshot that
+deletes the files it replaced and adds the new ones. The commit checks that every file it deletes is still
+live and that level ≥ 1 key ranges of each bucket stay disjoint; if not (a concurrent compaction, or an
+overwrite, got there first), nothing becomes visible, and the job drops the results of the buckets that
+changed, deletes their files, compacts them again on the new snapshot and retries — up to
+``commit.max-retries`` times, then fails with :class:`CommitConflictError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mergetable.commit.committer import Committer
+from mergetable.commit.manifests import ManifestIO
+from mergetable.commit.snapshots import SnapshotManager
+from mergetable.compaction.compaction import BucketCompactor, written_files
+from mergetable.core.errors import CommitConflictError, CommitStateUnknownError, SchemaError, SnapshotNotFoundError
+from mergetable.core.fileio import FileIO
+from mergetable.core.merge import MergeFunction
+from mergetable.core.model import JsonModel
+from mergetable.core.options import ChangelogProducer
+from mergetable.core.schema import TableSchema
+from mergetable.metadata.models import CommitKind, CommitMessage, DataFileMeta, ManifestEntry, Snapshot
+
+log = logging.getLogger(__name__)
+
+Partition = tuple[str | None, ...]
+BucketId = tuple[Partition, int]
+FULL_COMPACTION_PROPERTY = "mergetable.full-compaction"
+"""Set to ``true`` on the COMPACT snapshot of a full compaction of every bucket that needed one."""
+
+
+class BucketPlan(JsonModel):
+    """One bucket to compact: its live files on the planned snapshot. Picklable and JSON-able."""
+
+    partition: Partition
+    bucket: int
+    total_buckets: int
+    files: tuple[DataFileMeta, ...]
+    full: bool = False
+
+    @property
+    def bucket_id(self) -> BucketId:
+        return (self.partition, self.bucket)
+
+
+Executor = Callable[[Sequence[BucketPlan]], list[CommitMessage]]
+"""Runs :func:`run_plan` for every plan (anywhere) and returns the non-empty messages."""
+
+
+@dataclass
+class Progress:
+    """Hooks a caller can use to show progress: ``start(total_buckets)`` then ``advance()`` per bucket."""
+
+    start: Callable[[int], None] = lambda total: None
+    advance: Callable[[], None] = lambda: None
+
+
+def run_plan(fileio: FileIO, schema: TableSchema, merge_function: MergeFunction, plan: BucketPlan) -> CommitMessage:
+    """Compact one planned bucket; an empty message when nothing was worth doing."""
+    compactor = BucketCompactor(fileio, schema, merge_function)
+    result = compactor.compact(plan.partition, plan.bucket, plan.files, plan.full)
+    if result is None:
+        return CommitMessage(partition=plan.partition, bucket=plan.bucket, total_buckets=plan.total_buckets)
+    return CommitMessage(
+        partition=plan.partition,
+        bucket=plan.bucket,
+        total_buckets=plan.total_buckets,
+        compact_before=tuple(result.before),
+        compact_after=tuple(result.after),
+        compact_changelog_files=tuple(result.changelog),
+    )
+
+
+class CompactionJob:
+    """Compacts the buckets of one table selected by a filter, committing once."""
+
+    def __init__(
+        self,
+        fileio: FileIO,
+        schema: TableSchema,
+        merge_function: MergeFunction,
+        executor: Executor | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.fileio = fileio
+        self.schema = schema
+        self.options = schema.table_options
+        self.merge_function = merge_function
+        self.compactor = BucketCompactor(fileio, schema, merge_function)
+        self.snapshots = SnapshotManager(fileio)
+        self.manifests = ManifestIO(fileio)
+        self.executor = executor or self._run_here
+        self.progress = progress or Progress()
+
+    def _run_here(self, plans: Sequence[BucketPlan]) -> list[CommitMessage]:
+        out = []
+        for plan in plans:
+            message = run_plan(self.fileio, self.schema, self.merge_function, plan)
+            if not message.is_empty:
+                out.append(message)
+            self.progress.advance()
+        return out
+
+    # -- planning -------------------------------------------------------------------------------------
+    def buckets(self, snapshot: Snapshot | None) -> dict[BucketId, list[ManifestEntry]]:
+        out: dict[BucketId, list[ManifestEntry]] = {}
+        for e in self.manifests.live_entries(snapshot):
+            out.setdefault((e.partition, e.bucket), []).append(e)
+        return out
+
+    def plan(self, entries: Sequence[ManifestEntry], full: bool) -> BucketPlan | None:
+        """A plan for the bucket of ``entries`` if it has something worth compacting."""
+        files = [e.file for e in entries]
+        if self.compactor.pick(self.compactor.levels(files), full) is None:
+            return None
+        first = entries[0]
+        return BucketPlan(
+            partition=first.partition,
+            bucket=first.bucket,
+            total_buckets=first.total_buckets,
+            files=tuple(files),
+            full=full,
+        )
+
+    def runs(self, entries: Sequence[ManifestEntry]) -> int:
+        return self.compactor.levels([e.file for e in entries]).number_of_sorted_runs()
+
+    # -- the loop -------------------------------------------------------------------------------------
+    def compact(self, full: bool = False, partitions: Sequence[Mapping[str, Any]] | None = None) -> Snapshot | None:
+        """The dedicated compaction: every bucket (of ``partitions``) that needs it, or a full compaction."""
+        select = partition_selector(self.schema, partitions)
+        return self.run(full=full, select=select, properties=_FULL if full and partitions is None else None)
+
+    def run(
+        self,
+        full: bool = False,
+        select: Callable[[BucketId], bool] = lambda b: True,
+        max_attempts: int | None = None,
+        identifier: int | None = None,
+        properties: dict[str, str] | None = None,
+    ) -> Snapshot | None:
+        """Compact every selected bucket that needs it and commit one COMPACT snapshot (None: nothing to do).
+
+        On a conflicting concurrent commit the buckets that changed are compacted again on the new
+        snapshot, up to ``max_attempts`` attempts (default ``commit.max-retries`` + 1), after which a
+        :class:`CommitConflictError` is raised and the table is left unchanged.
+        """
+        attempts = max_attempts if max_attempts is not None else self.options.commit_max_retries + 1
+        committer = Committer(self.fileio, self.schema, f"compact-{uuid.uuid4()}")
+        ident = identifier if identifier is not None else int(time.time() * 1000)
+        kept: dict[BucketId, tuple[CommitMessage, frozenset[tuple[str, int]]]] = {}
+        started = False
+        last_error: CommitConflictError | None = None
+        for attempt in range(1, attempts + 1):
+            latest = self.snapshots.latest()
+            buckets = {b: es for b, es in self.buckets(latest).items() if select(b)}
+            self._drop_stale(kept, buckets)
+            todo = [es for b, es in sorted(buckets.items(), key=_order) if b not in kept]
+            plans = [p for p in (self.plan(es, full) for es in todo) if p is not None]
+            if not started:
+                self.progress.start(len(plans))
+                started = True
+            for message in self.executor(plans):
+                bid = (message.partition, message.bucket)
+                kept[bid] = (message, _upper_files(buckets[bid]))
+            if not kept:
+                return None
+            try:
+                snaps = committer.commit([m for m, _ in kept.values()], ident, properties=properties)
+            except CommitConflictError as exc:
+                log.info("compaction attempt %d of %d conflicted: %s", attempt, attempts, exc)
+                last_error = exc
+                continue
+            except CommitStateUnknownError:
+                raise
+            except BaseException:
+                self._discard(m for m, _ in kept.values())
+                raise
+            return snaps[-1]
+        self._discard(m for m, _ in kept.values())
+        raise CommitConflictError(
+            f"compaction gave up after {attempts} attempts, each conflicting with a concurrent commit "
+            f"(nothing was changed): {last_error}"
+        )
+
+    def _drop_stale(
+        self,
+        kept: dict[BucketId, tuple[CommitMessage, frozenset[tuple[str, int]]]],
+        buckets: dict[BucketId, list[ManifestEntry]],
+    ) -> None:
+        """Forget (and delete the files of) results whose bucket changed below level 0 or lost an input."""
+        for bid in list(kept):
+            message, upper = kept[bid]
+            entries = buckets.get(bid, [])
+            live = {(e.file.file_name, e.file.level) for e in entries}
+            inputs_live = all((f.file_name, f.level) in live for f in message.compact_before)
+            if not inputs_live or _upper_files(entries) != upper:
+                self._discard([message])
+                del kept[bid]
+
+    def _discard(self, messages: Iterable[CommitMessage]) -> None:
+        for m in messages:
+            self.compactor.discard(m.partition, m.bucket, written_files(m))
+
+    # -- after a write ----------------------------------------------------------------------------------
+    def after_write(self, touched: Iterable[BucketId], identifier: int | None = None) -> Snapshot | None:
+        """The compaction a writer runs after its commit (never raises on a conflict: the data is committed).
+
+        A full compaction of every bucket when ``full-compaction.delta-commits`` or
+        ``changelog-producer.compaction-interval`` says one is due; otherwise the picked compaction of
+        each bucket the write touched. When a touched bucket has more sorted runs than
+        ``num-sorted-run.stop-trigger``, a conflict is retried like the dedicated job does; otherwise the
+        compaction is simply skipped and left to the next commit.
+        """
+        opts = self.options
+        if opts.write_only:
+            return None
+        latest = self.snapshots.latest()
+        if self._full_compaction_due(latest):
+            return self._quietly(lambda: self.run(full=True, identifier=identifier, properties=_FULL), "full")
+        wanted = set(touched)
+        buckets = self.buckets(latest)
+        behind = any(self.runs(buckets[b]) > opts.stop_trigger for b in wanted if b in buckets)
+        attempts = opts.commit_max_retries + 1 if behind else 1
+        return self._quietly(
+            lambda: self.run(select=wanted.__contains__, max_attempts=attempts, identifier=identifier), "minor"
+        )
+
+    @staticmethod
+    def _quietly(job: Callable[[], Snapshot | None], kind: str) -> Snapshot | None:
+        try:
+            return job()
+        except CommitConflictError as exc:
+            log.warning("%s compaction after the write was skipped (the write itself is committed): %s", kind, exc)
+            return None
+
+    def _full_compaction_due(self, latest: Snapshot | None) -> bool:
+        """Whether ``full-compaction.delta-commits`` data commits, or ``changelog-producer.compaction-interval``
+        (full-compaction producer only), have passed since the last full compaction."""
+        opts = self.options
+        every = opts.full_compaction_delta_commits
+        interval = opts.changelog_compaction_interval
+        if opts.changelog_producer is not ChangelogProducer.FULL_COMPACTION:
+            interval = None
+        if latest is None or (every is None and interval is None):
+            return False
+        cutoff = None if interval is None else int(time.time() * 1000) - interval
+        earliest = self.snapshots.earliest_id() or 1
+        data_commits = 0
+        for sid in range(latest.id, earliest - 1, -1):
+            try:
+                snap = latest if sid == latest.id else self.snapshots.load(sid)
+            except SnapshotNotFoundError:  # expired meanwhile
+                break
+            if snap.commit_kind is CommitKind.COMPACT and (snap.properties or {}).get(FULL_COMPACTION_PROPERTY):
+                return cutoff is not None and snap.time_millis <= cutoff
+            if snap.commit_kind is not CommitKind.COMPACT:
+                data_commits += 1
+            if every is not None and data_commits >= every:
+                return True
+            if cutoff is not None and snap.time_millis <= cutoff:
+                return True
+        return cutoff is not None and earliest > 1  # the last full compaction predates the kept history
+
+
+_FULL = {FULL_COMPACTION_PROPERTY: "true"}
+
+
+def partition_selector(
+    schema: TableSchema, partitions: Sequence[Mapping[str, Any]] | None
+) -> Callable[[BucketId], bool]:
+    """A bucket filter keeping the partitions matching any of ``partitions`` (each a partial spec
+    ``{"dt": "2024-01-01"}``; values compare as their string form, None or the default partition name
+    meaning null). None selects everything."""
+    if partitions is None:
+        return lambda b: True
+    keys = schema.partition_keys
+    default = schema.table_options.partition_default_name
+    specs: list[list[tuple[int, str | None]]] = []
+    for spec in partitions:
+        unknown = [k for k in spec if k not in keys]
+        if unknown:
+            raise SchemaError(f"partition spec names non-partition columns {unknown} (partition keys: {list(keys)})")
+        specs.append([(keys.index(k), None if v is None or str(v) == default else str(v)) for k, v in spec.items()])
+    return lambda b: any(all(b[0][i] == v for i, v in spec) for spec in specs)
+
+
+def _upper_files(entries: Iterable[ManifestEntry]) -> frozenset[tuple[str, int]]:
+    return frozenset((e.file.file_name, e.file.level) for e in entries if e.file.level > 0)
+
+
+def _order(item: tuple[BucketId, object]) -> tuple[tuple[str, ...], int]:
+    (partition, bucket), _ = item
+    return tuple("" if v is None else v for v in partition), bucket
