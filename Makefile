@@ -33,7 +33,7 @@ typecheck: install ## mypy --strict
 	$(VENV)/bin/mypy
 
 spec: install ## Regenerate spec/schemas from the metadata models
-	$(PY) -m mergetable.spec_gen spec/schemas
+	$(PY) -m mergetable.metadata.spec spec/schemas
 
 test: install java-check ## Run the whole test suite (unit, property, concurrency, Spark, S3)
 	$(PY) -m pytest -q -p no:cacheprovider tests
