@@ -148,15 +148,17 @@ class Sum(_NumericBase):
             isigned = np.where(considered, isigned, 0)
         sums = np.zeros(fi.n_groups, dtype=np.int64)
         np.add.at(sums, fi.gid, isigned)
-        magnitude = np.abs(ints.astype(np.float64))
-        if considered is not None:
-            magnitude = np.where(considered, magnitude, 0.0)
-        bound = np.bincount(fi.gid, weights=magnitude, minlength=fi.n_groups)
         if pa.types.is_decimal128(t):
             limit = float(10**t.precision - 1) * (1 - 1e-9)
         else:
             limit = float(_int_bounds(t)[1]) if t.bit_width < 64 else 2.0**62
-        self._refold_exact(fi, bound > limit)
+        peak = max(abs(int(ints.min())), abs(int(ints.max()))) if len(ints) else 0
+        if peak * int(np.bincount(fi.gid).max()) > limit:
+            magnitude = np.abs(ints.astype(np.float64))
+            if considered is not None:
+                magnitude = np.where(considered, magnitude, 0.0)
+            bound = np.bincount(fi.gid, weights=magnitude, minlength=fi.n_groups)
+            self._refold_exact(fi, bound > limit)
         if pa.types.is_decimal128(t):
             return decimal_from_unscaled(sums, has, t)
         return from_numpy(sums, has, t)

@@ -1,0 +1,184 @@
+"""Helper functions for the bitmap and sketch aggregate functions (``rbm32``, ``rbm64``, ``hll_sketch``,
+``theta_sketch``).
+
+They build the serialized values those functions merge, and read them back. The same functions are
+available to Spark SQL as vectorized UDFs through :func:`mergetable.spark.functions.register_functions`.
+
+Example:
+    >>> from mergetable.functions import to_bitmap, bitmap_cardinality, bitmap_contains, bitmap_or
+    >>> visits = bitmap_or(to_bitmap(100, 101, 102), to_bitmap(103, 105))
+    >>> bitmap_cardinality(visits), bitmap_contains(visits, 103), bitmap_contains(visits, 104)
+    (5, True, False)
+    >>> from mergetable.functions import hll_sketch, hll_estimate, hll_union
+    >>> round(hll_estimate(hll_union(hll_sketch("a", "b"), hll_sketch("b", "c"))))
+    3
+
+NULL inputs are skipped when building; reading a NULL bitmap or sketch gives 0 (cardinality, estimate)
+or ``False`` (contains), as in Paimon's documented UDFs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import datasketches
+from pyroaring import BitMap, BitMap64
+
+DEFAULT_HLL_LG_K = 12
+"""``lgConfigK`` of sketches built by :func:`hll_sketch` (Java ``new HllSketch()``)."""
+
+
+def _flatten(values: Iterable[Any]) -> list[Any]:
+    out: list[Any] = []
+    for v in values:
+        if v is None:
+            continue
+        if isinstance(v, list | tuple | set | frozenset):
+            out.extend(x for x in v if x is not None)
+        else:
+            out.append(v)
+    return out
+
+
+def _uint32(value: int) -> int:
+    if not -(1 << 31) <= value < (1 << 32):
+        raise ValueError(f"{value} does not fit a 32-bit bitmap (use to_bitmap64)")
+    return value & 0xFFFFFFFF
+
+
+def _uint64(value: int) -> int:
+    if not -(1 << 63) <= value < (1 << 64):
+        raise ValueError(f"{value} does not fit a 64-bit bitmap")
+    return value & 0xFFFFFFFFFFFFFFFF
+
+
+# -- roaring bitmaps --------------------------------------------------------------------------------
+def to_bitmap(*values: int | Iterable[int] | None) -> bytes:
+    """A serialized 32-bit RoaringBitmap (``rbm32``) of the given integers (lists are flattened).
+
+    Negative 32-bit integers are stored as their unsigned value, like Java's ``RoaringBitmap``.
+    """
+    return bytes(BitMap(_uint32(int(v)) for v in _flatten(values)).serialize())
+
+
+def to_bitmap64(*values: int | Iterable[int] | None) -> bytes:
+    """A serialized 64-bit RoaringBitmap (``rbm64``) of the given integers (lists are flattened)."""
+    return bytes(BitMap64(_uint64(int(v)) for v in _flatten(values)).serialize())
+
+
+def _bitmap(data: bytes, bits: int) -> Any:
+    kind = BitMap64 if bits == 64 else BitMap
+    try:
+        return kind.deserialize(bytes(data))
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"not a serialized {bits}-bit RoaringBitmap: {exc}") from None
+
+
+def bitmap_cardinality(data: bytes | None, bits: int = 32) -> int:
+    """Number of integers in a serialized bitmap (0 for NULL)."""
+    return 0 if data is None else len(_bitmap(data, bits))
+
+
+def bitmap_contains(data: bytes | None, value: int | None, bits: int = 32) -> bool:
+    """Whether a serialized bitmap contains ``value`` (``False`` for NULL inputs)."""
+    if data is None or value is None:
+        return False
+    value = _uint64(value) if bits == 64 else _uint32(value)
+    return value in _bitmap(data, bits)
+
+
+def bitmap_values(data: bytes | None, bits: int = 32) -> list[int]:
+    """The integers of a serialized bitmap, ascending (empty for NULL)."""
+    return [] if data is None else list(_bitmap(data, bits))
+
+
+def bitmap_or(*bitmaps: bytes | None, bits: int = 32) -> bytes:
+    """Union of serialized bitmaps (what ``rbm32``/``rbm64`` computes); NULLs are skipped."""
+    maps = [_bitmap(b, bits) for b in bitmaps if b is not None]
+    kind = BitMap64 if bits == 64 else BitMap
+    result = kind() if not maps else maps[0].union(*maps[1:])
+    return bytes(result.serialize())
+
+
+# -- HLL sketches -------------------------------------------------------------------------------------
+def _update(sketch: Any, value: Any) -> None:
+    if isinstance(value, bool):
+        value = int(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        value = bytes(value)
+    elif not isinstance(value, int | float | str):
+        value = str(value)
+    sketch.update(value)
+
+
+def hll_sketch(*values: Any, lg_k: int = DEFAULT_HLL_LG_K) -> bytes:
+    """A compact HLL_4 sketch of the given values (lists are flattened; NULLs skipped)."""
+    sketch = datasketches.hll_sketch(lg_k, datasketches.tgt_hll_type.HLL_4)
+    for v in _flatten(values):
+        _update(sketch, v)
+    return bytes(sketch.serialize_compact())
+
+
+def hll_estimate(data: bytes | None) -> float:
+    """Distinct-count estimate of a serialized HLL sketch (0.0 for NULL)."""
+    if data is None:
+        return 0.0
+    try:
+        return float(datasketches.hll_sketch.deserialize(bytes(data)).get_estimate())
+    except (ValueError, RuntimeError) as exc:
+        raise ValueError(f"not a serialized HLL sketch: {exc}") from None
+
+
+def hll_union(*sketches: bytes | None) -> bytes:
+    """Union of serialized HLL sketches as a compact HLL_4 sketch (what ``hll_sketch`` merges to)."""
+    parts = [datasketches.hll_sketch.deserialize(bytes(s)) for s in sketches if s is not None]
+    union = datasketches.hll_union(min((p.lg_config_k for p in parts), default=DEFAULT_HLL_LG_K))
+    for part in parts:
+        union.update(part)
+    return bytes(union.get_result(datasketches.tgt_hll_type.HLL_4).serialize_compact())
+
+
+# -- Theta sketches -----------------------------------------------------------------------------------
+def theta_sketch(*values: Any) -> bytes:
+    """A compact Theta sketch of the given values (lists are flattened; NULLs skipped)."""
+    sketch = datasketches.update_theta_sketch()
+    for v in _flatten(values):
+        _update(sketch, v)
+    return bytes(sketch.compact().serialize())
+
+
+def theta_estimate(data: bytes | None) -> float:
+    """Distinct-count estimate of a serialized Theta sketch (0.0 for NULL)."""
+    if data is None:
+        return 0.0
+    try:
+        return float(datasketches.compact_theta_sketch.deserialize(bytes(data)).get_estimate())
+    except (ValueError, RuntimeError) as exc:
+        raise ValueError(f"not a serialized Theta sketch: {exc}") from None
+
+
+def theta_union(*sketches: bytes | None) -> bytes:
+    """Union of serialized Theta sketches (what ``theta_sketch`` merges to)."""
+    union = datasketches.theta_union()
+    for s in sketches:
+        if s is not None:
+            union.update(datasketches.compact_theta_sketch.deserialize(bytes(s)))
+    return bytes(union.get_result().serialize())
+
+
+__all__ = [
+    "DEFAULT_HLL_LG_K",
+    "bitmap_cardinality",
+    "bitmap_contains",
+    "bitmap_or",
+    "bitmap_values",
+    "hll_estimate",
+    "hll_sketch",
+    "hll_union",
+    "theta_estimate",
+    "theta_sketch",
+    "theta_union",
+    "to_bitmap",
+    "to_bitmap64",
+]
