@@ -324,7 +324,7 @@ class Table:
     ) -> tuple[pa.Schema, Iterator[pa.Table]]:
         reader = self.split_reader(columns, filter)
         splits = self.plan(filter, snapshot_id, timestamp_ms, tag, incremental_between=incremental_between)
-        return reader.out_schema, (t for s in splits for t in reader.read_split(s))
+        return reader.out_schema, reader.read_splits(splits)
 
     def read(
         self,

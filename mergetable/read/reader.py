@@ -8,7 +8,10 @@ merged with one stable sort + per-key selection. Value filters are applied exact
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+import os
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -57,30 +60,54 @@ class SplitReader:
         fs = schema.file_schema
         self.read_schema = pa.schema([fs.field(c) for c in self.read_columns])
         self.out_schema = pa.schema([schema.arrow_schema.field(c) for c in self.columns])
+        # A single sorted run without retracts needs no system columns and takes every filter.
+        plain = set(self.columns) | set(filter_cols)
+        self.plain_columns = [c for c in fs.names if c in plain]
+        self.unsequenced_columns = [c for c in self.read_columns if c != SEQUENCE_NUMBER]
+        self.plain_schema = pa.schema([fs.field(c) for c in self.plain_columns])
 
     # -- files ----------------------------------------------------------------------------------
-    def read_file(self, split: Split, f: DataFileMeta, filter_expr: pc.Expression | None) -> pa.Table:
+    def read_file(
+        self,
+        split: Split,
+        f: DataFileMeta,
+        filter_expr: pc.Expression | None,
+        plain: bool = False,
+        sequenced: bool = True,
+    ) -> pa.Table:
+        """Read one data file. ``plain``: only user columns; ``sequenced=False``: ``_SEQUENCE_NUMBER`` is
+        replaced by the file's maximum (valid when runs are merged in sequence order, see merged_section)."""
         path = data_file_path(self.fileio, self.schema, split.partition, split.bucket, f.file_name)
+        columns, schema = (self.plain_columns, self.plain_schema) if plain else (self.read_columns, self.read_schema)
+        if not plain and not sequenced:
+            columns = self.unsequenced_columns
         try:
-            table = pq.read_table(
-                path, columns=self.read_columns, filters=filter_expr, filesystem=self.afs, use_threads=True
-            )
+            table = pq.read_table(path, columns=columns, filters=filter_expr, filesystem=self.afs, use_threads=True)
         except FileNotFoundError:
             raise DataFileError(path, "data file is missing (the table references it)") from None
         except (OSError, pa.ArrowInvalid) as exc:
             if not self.fileio.exists(path):
                 raise DataFileError(path, "data file is missing (the table references it)") from None
             raise DataFileError(path, f"cannot read data file: {exc}") from exc
-        if not table.schema.equals(self.read_schema):
-            table = table.cast(self.read_schema)
-        if f.write_cols is not None:
+        if not plain and not sequenced:
+            seq = pa.array(np.full(table.num_rows, f.max_sequence_number, dtype=np.int64))
+            table = table.append_column(SEQUENCE_NUMBER, seq).select(self.read_columns)
+        if not table.schema.equals(schema):
+            table = table.cast(schema)
+        if f.write_cols is not None and not plain:
             mask = write_mask_for(self.schema, f.write_cols)
             table = table.append_column(WRITE_MASK, pa.array(np.full(table.num_rows, mask, dtype=np.int64)))
         return table
 
     # -- sections -------------------------------------------------------------------------------
-    def merged_section(self, split: Split, runs: Sequence[Sequence[DataFileMeta]]) -> pa.Table:
-        """Key-value rows of one section after merging (retracts still present)."""
+    def merged_section(
+        self, split: Split, runs: Sequence[Sequence[DataFileMeta]], exact_sequence: bool = True
+    ) -> pa.Table:
+        """Key-value rows of one section after merging (retracts still present).
+
+        ``exact_sequence=False`` is for callers that drop ``_SEQUENCE_NUMBER``: the output then carries a
+        file's maximum sequence number instead of each record's own.
+        """
         partial = any(f.write_cols is not None for r in runs for f in r)
         if len(runs) == 1 and not partial:
             tables = [self.read_file(split, f, self.key_filter) for f in runs[0]]
@@ -88,7 +115,12 @@ class SplitReader:
         ordered = sorted(runs, key=lambda r: min(f.min_sequence_number for f in r))
         ranges = [(min(f.min_sequence_number for f in r), max(f.max_sequence_number for f in r)) for r in ordered]
         seq_ordered = all(a[1] < b[0] for a, b in itertools.pairwise(ranges))
-        tables = [self.read_file(split, f, self.key_filter) for r in ordered for f in r]
+        # With runs in ascending, disjoint sequence ranges, each file's maximum orders the records of a key
+        # exactly as their own sequence numbers do (keys are unique within a run), so those need not be read.
+        if seq_ordered and not exact_sequence:
+            tables = [self.read_file(split, f, self.key_filter, sequenced=False) for r in ordered for f in r]
+        else:
+            tables = [self.read_file(split, f, self.key_filter) for r in ordered for f in r]
         if partial:
             tables = [t if WRITE_MASK in t.schema.names else _with_full_mask(t, self.schema) for t in tables]
         rows = _concat(tables, tables[0].schema if tables else self.read_schema)
@@ -105,10 +137,29 @@ class SplitReader:
 
     def read_split(self, split: Split) -> Iterator[pa.Table]:
         """Visible rows of a split (user columns), one table per section."""
-        for kv in self.read_split_kv(split):
-            out = self.finish(kv)
+        for runs in split.sections:
+            if len(runs) == 1 and all(not f.delete_row_count and f.write_cols is None for f in runs[0]):
+                parts = [self.read_file(split, f, self.filter_expr, plain=True) for f in runs[0]]
+                out = _concat(parts, self.plain_schema).select(self.columns).cast(self.out_schema)
+            else:
+                out = self.finish(self.merged_section(split, runs, exact_sequence=False))
             if out.num_rows:
                 yield out
+
+    def read_splits(self, splits: Iterable[Split], workers: int | None = None) -> Iterator[pa.Table]:
+        """Visible rows of several splits, read by a thread pool, in split order.
+
+        At most ``2 * workers`` splits are in flight, so memory stays bounded for streaming scans.
+        """
+        workers = workers or min(8, os.cpu_count() or 1)
+        pending: deque[Future[list[pa.Table]]] = deque()
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mergetable-read") as pool:
+            for split in splits:
+                pending.append(pool.submit(lambda s: list(self.read_split(s)), split))
+                if len(pending) >= 2 * workers:
+                    yield from pending.popleft().result()
+            while pending:
+                yield from pending.popleft().result()
 
     def finish(self, kv: pa.Table) -> pa.Table:
         """Drop retracts, apply the exact filter, project to the user's columns."""
