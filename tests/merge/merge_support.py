@@ -113,7 +113,26 @@ def commits(
     if any(WRITE_MASK in m.column_names for m in merged):
         full = (1 << len(schema.column_names)) - 1
         merged = [
-            m if WRITE_MASK in m.column_names else m.append_column(WRITE_MASK, pa.array([full] * m.num_rows, pa.int64()))
+            m
+            if WRITE_MASK in m.column_names
+            else m.append_column(WRITE_MASK, pa.array([full] * m.num_rows, pa.int64()))
             for m in merged
         ]
     return fn.merge(pa.concat_tables(merged), seq_ordered=True)
+
+
+def agg_schema(function: str, type_: pa.DataType, **options: str) -> TableSchema:
+    """A (k BIGINT, v <type_>) aggregation table folding ``v`` with ``function``."""
+    opts = {"merge-engine": "aggregation", "fields.v.aggregate-function": function}
+    opts.update({f"fields.v.{k.replace('_', '-')}": val for k, val in options.items()})
+    return make_schema([("k", pa.int64()), ("v", type_)], options=opts)
+
+
+def fold(
+    function: str, type_: pa.DataType, values: Sequence[Any], kinds: Sequence[str] | None = None, **options: str
+) -> Any:
+    """The aggregated ``v`` of one key whose records carry ``values`` (in order)."""
+    s = agg_schema(function, type_, **options)
+    result = engine(s).merge(kv(s, [(1, v) for v in values], kinds))
+    assert result.num_rows == 1
+    return result.column("v")[0].as_py()

@@ -72,12 +72,13 @@ class _NumericBase(AggFunction):
     # -- exact scalar arithmetic ------------------------------------------------------------------
     def _overflow(self, a: Any, op: str, b: Any, result: Any) -> MergeError:
         t = self.type
+        expr = f"-{b}" if a is None else f"{a} {op} {b}"
         if pa.types.is_decimal128(t):
-            text = f"DECIMAL({t.precision}, {t.scale}) overflow: {a} {op} {b} = {result}"
+            text = f"DECIMAL({t.precision}, {t.scale}) overflow: {expr} = {result}"
         elif t.bit_width < 32:
-            text = f"{_WORD[t.bit_width]} overflow: {a} {op} {b} = {result}"
+            text = f"{_WORD[t.bit_width]} overflow: {expr} = {result}"
         else:
-            text = f"{_WORD[t.bit_width]} overflow: {a} {op} {b}"
+            text = f"{_WORD[t.bit_width]} overflow: {expr}"
         return MergeError(f"column '{self.column}': {self.name}: {text}")
 
     def _checked(self, a: Any, op: str, b: Any, result: Any) -> Any:
@@ -120,7 +121,7 @@ class Sum(_NumericBase):
     def retract(self, acc: Any, x: Any, state: Any) -> Any:
         if acc is None or x is None:
             if acc is None and x is not None:
-                return self._checked(0, "-", x, _sub(0 * x, x))
+                return self._checked(None, "-", x, _sub(0 * x, x))
             return acc
         return self._checked(acc, "-", x, _sub(acc, x))
 
@@ -245,7 +246,8 @@ class _Extreme(AggFunction):
                     work = np.where(considered, work, fill)
                 out = np.full(fi.n_groups, fill)
                 if self.pick_max:
-                    np.maximum.at(out, fi.gid, work)  # NaN wins, as with Java's Double.compare
+                    with np.errstate(invalid="ignore"):
+                        np.maximum.at(out, fi.gid, work)  # NaN wins, as with Java's Double.compare
                 else:
                     # Java orders NaN above everything: min skips NaN unless every value is NaN.
                     nan = np.isnan(work)
