@@ -68,7 +68,8 @@ def test_paimon_ignores_aggregate_function_on_other_engines() -> None:
 def test_fluss_rejects_aggregate_function_on_non_aggregation_table() -> None:
     reject(
         {"table.merge-engine": "first_row", "table.delete.behavior": "ignore", "fields.a.agg": "sum"},
-        "Aggregation function is only supported for aggregation merge engine table, but column 'a' has aggregation function 'sum'.",
+        "Aggregation function is only supported for aggregation merge engine table, "
+        "but column 'a' has aggregation function 'sum'.",
     )
     reject({"fields.a.agg": "last_value_ignore_nulls"}, "only supported for aggregation merge engine table")
     reject(
@@ -223,7 +224,8 @@ def test_aggregation_remove_record_on_delete_conflicts_with_ignore_retract() -> 
             "aggregation.remove-record-on-delete": "true",
             "fields.a.ignore-retract": "true",
         },
-        "aggregation.remove-record-on-delete and fields.a.ignore-retract have conflicting behavior so should not be enabled at the same time.",
+        "aggregation.remove-record-on-delete and fields.a.ignore-retract have conflicting behavior "
+        "so should not be enabled at the same time.",
     )
 
 
