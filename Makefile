@@ -41,8 +41,13 @@ test: install java-check ## Run the whole test suite (unit, property, concurrenc
 demo: install java-check ## Run the demo Spark pipeline on local files
 	$(PY) examples/demo.py
 
-bench: install java-check ## Run the benchmarks and print ratios against pyarrow and peers
-	$(PY) benchmarks/run_all.py
+.venv-peers/.installed:
+	$(PYTHON) -m venv .venv-peers
+	.venv-peers/bin/pip install -q pypaimon deltalake
+	@touch $@
+
+bench: install java-check .venv-peers/.installed ## Run the benchmarks and print ratios against pyarrow and peers (pypaimon, deltalake)
+	$(PY) benchmarks/run_all.py $(BENCH_ARGS)
 
 check: lint typecheck test ## Everything CI checks
 
