@@ -84,7 +84,10 @@ def main() -> None:
     files = sorted(src.glob("commit-*.parquet"), key=lambda p: int(p.stem.split("-")[1]))
     batches = [pq.read_table(f) for f in files]
     out: dict[str, object] = {}
-    for name, fn in (("pypaimon", lambda: pypaimon_run(batches, bucket)), ("deltalake", lambda: deltalake_run(batches))):
+    for name, fn in (
+        ("pypaimon", lambda: pypaimon_run(batches, bucket)),
+        ("deltalake", lambda: deltalake_run(batches)),
+    ):
         try:
             out[name] = fn()
         except Exception as exc:  # report the peer's failure instead of aborting the others
