@@ -206,7 +206,9 @@ class PartialUpdate(EngineBase):
                 pick = np.where(hit, np.where(nulled, -1, last), base)
                 values[c] = _take(col, pick)
                 continue
-            values[c] = self._fold_aggregated(layout, c, col, advance, valid_ord, retract, ignored, init_group, multi)
+            wrote = self.written(masks, c)
+            recs = valid_ord if wrote is None else valid_ord & wrote
+            values[c] = self._fold_aggregated(layout, c, col, advance, recs, retract, ignored, init_group, multi)
         has_add = layout.any_where(adds)
         out_kinds = np.where(has_add, RowKind.INSERT, RowKind.DELETE).astype(np.int8)
         out_masks = None if masks is None else self._merged_masks(layout, masks, base)
@@ -244,15 +246,16 @@ class PartialUpdate(EngineBase):
         c: str,
         col: pa.Array,
         advance: np.ndarray,
-        valid_ord: np.ndarray,
+        participating: np.ndarray,
         retract: np.ndarray,
         ignored: np.ndarray,
         init_group: np.ndarray,
         multi: np.ndarray,
     ) -> pa.Array:
+        """Fold an aggregated protected column: records with the group's ordering that wrote it."""
         cfg = self.cfg
         fn = cfg.functions[c]
-        recs = valid_ord & ~ignored
+        recs = participating & ~ignored
         if cfg.ignore_retract.get(c, False):
             recs &= ~retract
         events = np.where(retract, RETRACT, np.where(advance, ADD, ADD_OLD)).astype(np.int8)
