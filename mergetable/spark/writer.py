@@ -1,0 +1,351 @@
+"""Batch writing: Arrow tasks write level-0 files, the driver commits them all as one snapshot.
+
+Exactly-once with retried and speculative tasks
+-----------------------------------------------
+* The job gets a random id when Spark plans the write. Every data (and changelog) file a task of the job
+  writes is named ``<data-file.prefix><job tag>-<uuid>-<n>.parquet``, so the job's files can be told apart.
+* Before writing anything, each task attempt leaves a marker ``_spark_staging/<job id>/<partition>-<attempt>-<task
+  attempt id>`` under the table.
+* ``commit`` takes exactly one task message per Spark partition id (Spark hands over the successful attempts;
+  duplicates are dropped defensively) and publishes all their files as **one** snapshot with the job's
+  ``commit_user`` and a fixed identifier. A repeated commit of the same job finds that snapshot and does nothing.
+* Files of attempts whose message was not committed (failed, killed or losing speculative attempts) are
+  found through the markers: if any marker is not a committed attempt, the job's files are swept by name
+  prefix and every one not in the committed snapshot is deleted. The markers are then removed.
+* ``abort`` deletes every file of the job that the job's snapshot (if it was published after all) does not
+  reference, so it is safe after a commit that already landed.
+A zombie attempt still running after the sweep can leave an orphan file; it is never visible and
+``Table.remove_orphan_files`` deletes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StringType, StructType
+
+from mergetable.core.errors import OptionsError, SchemaError
+from mergetable.core.fileio import FileIO
+from mergetable.core.merge import validate_merge_options
+from mergetable.core.options import MergeEngine
+from mergetable.core.schema import TableSchema
+from mergetable.metadata.models import CommitMessage
+from mergetable.spark.options import WriteOptions
+from mergetable.spark.types import arrow_schema_of, check_write_schema
+from mergetable.table import Table, create_table, open_table, table_exists
+from mergetable.write.files import data_file_path
+
+COMMIT_IDENTIFIER = 1
+STAGING_DIR = "_spark_staging"
+_CHUNK_BYTES = 32 << 20
+
+
+@dataclass(frozen=True)
+class WriteJob:
+    """Everything tasks and the committer need to know about one Spark write job. Picklable."""
+
+    uri: str
+    storage: dict[str, Any] | None
+    schema: TableSchema
+    """The table schema as the job writes it (job file prefixes and per-write overrides in its options)."""
+    overwrite: bool
+    create: bool
+    job_id: str
+    base_snapshot_id: int | None = None
+    row_kind_column: str | None = None
+    target_columns: tuple[str, ...] | None = None
+    create_options: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def commit_user(self) -> str:
+        return f"spark-{self.job_id}"
+
+    @property
+    def file_prefixes(self) -> tuple[str, str]:
+        opts = self.schema.table_options
+        return opts.data_file_prefix, opts.changelog_file_prefix
+
+    def fileio(self) -> FileIO:
+        return FileIO(self.uri, self.storage)
+
+    def table(self) -> Table:
+        return Table(self.fileio(), self.schema)
+
+
+@dataclass
+class TaskCommit(WriterCommitMessage):
+    """What one task attempt wrote: its messages (one per touched bucket)."""
+
+    partition_id: int
+    attempt: int
+    task_attempt_id: int
+    messages: list[CommitMessage]
+    rows: int = 0
+
+    @property
+    def marker(self) -> str:
+        return _marker_name(self.partition_id, self.attempt, self.task_attempt_id)
+
+    @property
+    def file_names(self) -> set[str]:
+        return {f.file_name for m in self.messages for f in (*m.new_files, *m.changelog_files)}
+
+
+def _marker_name(partition_id: int, attempt: int, task_attempt_id: int) -> str:
+    return f"{partition_id}-{attempt}-{task_attempt_id}"
+
+
+def _job_schema(schema: TableSchema, job_id: str, overrides: dict[str, str]) -> TableSchema:
+    """``schema`` with the job's file-name prefixes and the write's option overrides (never persisted)."""
+    opts = schema.table_options
+    tag = f"{job_id[:16]}-"
+    options = {
+        **schema.options,
+        **overrides,
+        "data-file.prefix": opts.data_file_prefix + tag,
+        "changelog-file.prefix": opts.changelog_file_prefix + tag,
+    }
+    # a fresh model: model_copy would carry the cached option view over
+    return TableSchema.model_validate({**schema.model_dump(), "options": options})
+
+
+def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> WriteJob:
+    """Validate a write on the driver (before any task runs) and describe the job."""
+    columns = list(schema.fieldNames())
+    wo = WriteOptions.parse(options, columns)
+    rk = wo.row_kind_column
+    if rk is not None and not isinstance(schema[rk].dataType, StringType):
+        raise SchemaError("the row-kind column must be a STRING column holding +I, -U, +U or -D", rk)
+    job_id = uuid.uuid4().hex
+    ignore = [rk] if rk else []
+    if table_exists(wo.uri, wo.storage):
+        table = open_table(wo.uri, wo.storage)
+        overrides = wo.check_against(table.table_options, table.primary_key, table.partition_keys)
+        partial = table.table_options.merge_engine is MergeEngine.PARTIAL_UPDATE
+        present = check_write_schema(schema, table.schema, table.primary_key, partial, ignore)
+        return WriteJob(
+            uri=wo.uri,
+            storage=wo.storage,
+            schema=_job_schema(table.table_schema, job_id, overrides),
+            overwrite=overwrite,
+            create=False,
+            job_id=job_id,
+            base_snapshot_id=table.snapshot_manager.latest_id(),
+            row_kind_column=rk,
+            target_columns=None if len(present) == len(table.schema) else tuple(present),
+        )
+    if not wo.primary_key:
+        raise OptionsError(
+            "primary-key",
+            f"no table at {wo.uri} yet: give the primary key to create it, e.g. .option('primary-key', 'id')",
+        )
+    data = StructType([f for f in schema.fields if f.name not in ignore])
+    created = TableSchema.create(arrow_schema_of(data), wo.primary_key, wo.partition_keys or (), wo.table_options)
+    validate_merge_options(created)
+    return WriteJob(
+        uri=wo.uri,
+        storage=wo.storage,
+        schema=_job_schema(created, job_id, {}),
+        overwrite=overwrite,
+        create=True,
+        job_id=job_id,
+        row_kind_column=rk,
+        create_options=dict(wo.table_options),
+    )
+
+
+class MergeTableWriter(DataSourceArrowWriter):
+    """The ``DataSourceArrowWriter`` of one Spark write job (see the module docstring for the protocol)."""
+
+    def __init__(self, job: WriteJob) -> None:
+        self.job = job
+
+    # -- tasks (executors) ------------------------------------------------------------------------
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        if ctx is None:
+            return self.write_task(iterator, 0, 0, 0)
+        return self.write_task(iterator, ctx.partitionId(), ctx.attemptNumber(), ctx.taskAttemptId())
+
+    def write_task(
+        self, batches: Iterable[pa.RecordBatch], partition_id: int, attempt: int, task_attempt_id: int
+    ) -> TaskCommit:
+        """Write one task attempt's batches to level-0 files of the job (not visible until commit)."""
+        job = self.job
+        fileio = job.fileio()
+        marker = fileio.join(STAGING_DIR, job.job_id, _marker_name(partition_id, attempt, task_attempt_id))
+        fileio.write_bytes(marker, b"")
+        writer = job.table().new_writer()
+        rows = 0
+        try:
+            pending: list[pa.RecordBatch] = []
+            size = 0
+            for batch in batches:
+                if batch.num_rows == 0:
+                    continue
+                pending.append(batch)
+                size += batch.nbytes
+                rows += batch.num_rows
+                if size >= _CHUNK_BYTES:
+                    self._write_chunk(writer, pending)
+                    pending, size = [], 0
+            if pending:
+                self._write_chunk(writer, pending)
+            messages = writer.prepare_commit()
+        except BaseException:
+            writer.abort()
+            raise
+        return TaskCommit(partition_id, attempt, task_attempt_id, messages, rows)
+
+    def _write_chunk(self, writer: Any, batches: list[pa.RecordBatch]) -> None:
+        data = pa.Table.from_batches(batches)
+        kinds = None
+        rk = self.job.row_kind_column
+        if rk is not None:
+            kinds = data.column(rk)
+            data = data.drop_columns([rk])
+        writer.write(data, row_kind=kinds, target_columns=self.job.target_columns)
+
+    # -- driver -----------------------------------------------------------------------------------
+    def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        """Publish every task's files as one snapshot, then delete files of attempts that lost."""
+        job = self.job
+        winners, losers = choose_attempts(messages)
+        table = self._table_for_commit()
+        done = table.snapshot_manager.find_committed(job.commit_user, COMMIT_IDENTIFIER, job.base_snapshot_id)
+        if done is None:
+            batch = [m for w in winners for m in w.messages]
+            if batch or job.overwrite:
+                table.commit(batch, overwrite=job.overwrite, commit_user=job.commit_user, identifier=COMMIT_IDENTIFIER)
+        keep = set().union(*(w.file_names for w in winners))
+        self._delete_files(table.fileio, [m for lo in losers for m in lo.messages], keep)
+        self._clean_staging(table.fileio, {w.marker for w in winners}, keep)
+
+    def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        """Delete the job's files that no published snapshot of the job references (safe after a commit)."""
+        job = self.job
+        fileio = job.fileio()
+        keep = self._committed_files(fileio)
+        tasks = [m for m in messages if isinstance(m, TaskCommit)]
+        self._delete_files(fileio, [m for t in tasks for m in t.messages], keep)
+        known = {t.marker for t in tasks} if len(tasks) == len(messages) else None
+        self._clean_staging(fileio, known, keep)
+        if job.create and not table_exists(job.uri, job.storage):
+            _remove_if_empty(fileio)
+
+    # -- helpers ----------------------------------------------------------------------------------
+    def _table_for_commit(self) -> Table:
+        job = self.job
+        if not job.create:
+            return job.table()
+        arrow = job.schema.arrow_schema
+        created = create_table(
+            job.uri,
+            arrow,
+            job.schema.primary_keys,
+            job.schema.partition_keys,
+            job.create_options,
+            job.storage,
+            exist_ok=True,
+        )
+        ts = created.table_schema
+        if (ts.fields, ts.primary_keys, ts.partition_keys) != (
+            job.schema.fields,
+            job.schema.primary_keys,
+            job.schema.partition_keys,
+        ):
+            raise SchemaError(f"another writer created the table at {job.uri} with a different schema meanwhile")
+        return Table(created.fileio, _job_schema(ts, job.job_id, {}))
+
+    def _committed_files(self, fileio: FileIO) -> set[str]:
+        """Names of the job's files in the job's published snapshot(s), if the commit landed."""
+        job = self.job
+        if not table_exists(job.uri, job.storage):
+            return set()
+        table = job.table()
+        snap = table.snapshot_manager.find_committed(job.commit_user, COMMIT_IDENTIFIER, job.base_snapshot_id)
+        if snap is None:
+            return set()
+        entries = [*table.manifests.delta_entries(snap), *table.manifests.changelog_entries(snap)]
+        return {e.file.file_name for e in entries}
+
+    def _delete_files(self, fileio: FileIO, messages: list[CommitMessage], keep: set[str]) -> None:
+        schema = self.job.schema
+        doomed = [
+            data_file_path(fileio, schema, m.partition, m.bucket, f.file_name)
+            for m in messages
+            for f in (*m.new_files, *m.changelog_files)
+            if f.file_name not in keep
+        ]
+        fileio.delete_quietly(doomed)
+
+    def _clean_staging(self, fileio: FileIO, known_markers: set[str] | None, keep: set[str]) -> None:
+        """Sweep the job's files unless every attempt that left a marker is known; then drop the markers."""
+        staging = fileio.join(STAGING_DIR, self.job.job_id)
+        markers = set(fileio.list_names(staging))
+        if known_markers is None or markers - known_markers:
+            sweep_job_files(fileio, self.job, keep)
+        with contextlib.suppress(OSError):
+            if fileio.fs.exists(staging):
+                fileio.fs.rm(staging, recursive=True)
+        with contextlib.suppress(OSError):
+            parent = fileio.join(STAGING_DIR)
+            if fileio.is_local and not fileio.list_names(parent):
+                fileio.fs.rmdir(parent)
+
+
+def choose_attempts(messages: Sequence[WriterCommitMessage | None]) -> tuple[list[TaskCommit], list[TaskCommit]]:
+    """(one task message per Spark partition id, the surplus attempts). Unknown messages are an error."""
+    winners: dict[int, TaskCommit] = {}
+    losers: list[TaskCommit] = []
+    for m in messages:
+        if m is None:
+            continue
+        if not isinstance(m, TaskCommit):
+            raise TypeError(f"unexpected commit message {type(m).__name__}")
+        if m.partition_id in winners:
+            losers.append(m)
+        else:
+            winners[m.partition_id] = m
+    return [winners[k] for k in sorted(winners)], losers
+
+
+def sweep_job_files(fileio: FileIO, job: WriteJob, keep: set[str]) -> list[str]:
+    """Delete every file of ``job`` under the table (found by its file-name prefixes) not in ``keep``."""
+    prefixes = job.file_prefixes
+    doomed = []
+    for path, _ in fileio.walk_files(fileio.root):
+        name = path.rsplit("/", 1)[-1]
+        if name.startswith(prefixes) and name not in keep:
+            doomed.append(path)
+    fileio.delete_quietly(doomed)
+    return doomed
+
+
+def _remove_if_empty(fileio: FileIO) -> None:
+    """Remove the directories a failed first write left under the table location, if they hold no file."""
+    if any(True for _ in fileio.walk_files(fileio.root)):
+        return
+    for name in fileio.list_names(fileio.root):
+        with contextlib.suppress(OSError):
+            fileio.fs.rm(fileio.join(name), recursive=True)
+
+
+__all__ = [
+    "COMMIT_IDENTIFIER",
+    "STAGING_DIR",
+    "MergeTableWriter",
+    "TaskCommit",
+    "WriteJob",
+    "choose_attempts",
+    "plan_write",
+    "sweep_job_files",
+]
