@@ -13,7 +13,8 @@ Example:
     >>> round(hll_estimate(hll_union(hll_sketch("a", "b"), hll_sketch("b", "c"))))
     3
 
-NULL inputs are skipped when building; reading a NULL bitmap or sketch gives 0 (cardinality, estimate)
+NULL inputs are skipped when building (BYTES values are hashed as their UTF-8 text, or as hex when they
+are not valid UTF-8); reading a NULL bitmap or sketch gives 0 (cardinality, estimate)
 or ``False`` (contains), as in Paimon's documented UDFs.
 """
 
@@ -106,7 +107,11 @@ def _update(sketch: Any, value: Any) -> None:
     if isinstance(value, bool):
         value = int(value)
     if isinstance(value, bytes | bytearray | memoryview):
-        value = bytes(value)
+        raw = bytes(value)
+        try:
+            value = raw.decode("utf-8")  # hashes the same bytes as Java's update(byte[])
+        except UnicodeDecodeError:
+            value = raw.hex()
     elif not isinstance(value, int | float | str):
         value = str(value)
     sketch.update(value)
