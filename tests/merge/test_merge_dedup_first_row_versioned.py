@@ -179,3 +179,15 @@ def test_versioned_timestamp_column_and_deletes() -> None:
     s, fn = versioned(**{"table.delete.behavior": "disable"})
     with pytest.raises(MergeError, match="Delete operations are disabled"):
         merge(fn, kv(s, [(1, 1, "x")], "-D"))
+
+
+def test_ignore_update_before_drops_only_update_before() -> None:
+    s, fn = dedup({"ignore-update-before": "true"})
+    assert visible(s, merge(fn, kv(s, [(1, "a"), (1, "a")], ["+I", "-U"]))) == [{"k": 1, "v": "a"}]
+    assert visible(s, merge(fn, kv(s, [(1, "a"), (1, "a")], ["+I", "-D"]))) == []
+
+
+def test_primary_key_only_partial_write_changes_nothing() -> None:
+    s, fn = dedup(fields=COLS3)
+    out = commits(fn, s, [[(1, "a", "b")], [(1, None, None)]], masks=[None, [("k",)]])
+    assert visible(s, out) == [{"k": 1, "a": "a", "b": "b"}]

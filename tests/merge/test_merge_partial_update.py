@@ -237,3 +237,15 @@ def test_write_mask_with_sequence_group() -> None:
     # the second row wrote only g1 (not a): a keeps 10 while g1 advances
     out = merge(fn, kv(s, data, masks=[None, ["k", "g1"]]))
     assert visible(s, out) == [g(1, 2, 10, 1, 1, 1)]
+
+
+def test_aggregate_function_on_primary_key_is_ignored() -> None:
+    s, fn = pu({"fields.k.aggregate-function": "sum"})
+    assert visible(s, merge(fn, kv(s, [(1, 1, None, None), (1, None, 2, None)]))) == [row(1, 1, 2, None)]
+
+
+def test_ignore_update_before_drops_update_before_records() -> None:
+    s, fn = pu({"ignore-update-before": "true"})
+    assert visible(s, merge(fn, kv(s, [(1, 1, 1, 1), (1, 2, 2, 2), (1, 3, None, None)], ["+I", "-U", "+U"]))) == [
+        row(1, 3, 1, 1)
+    ]
