@@ -134,13 +134,8 @@ class PartialUpdate(EngineBase):
         out_kinds = np.where(has_add, RowKind.INSERT, RowKind.DELETE).astype(np.int8)
         if cfg.remove_on_delete and not cfg.ignore_delete:
             out_kinds[kinds[layout.last_pos] == RowKind.DELETE] = RowKind.DELETE
-        out_masks = None if masks is None else self._merged_masks(layout, masks, base)
+        out_masks = None if masks is None else self.or_masks(layout, masks)
         return assemble(layout, values, out_kinds, out_masks, ~multi)
-
-    def _merged_masks(self, layout: Layout, masks: np.ndarray, base: np.ndarray) -> np.ndarray:
-        out = self.or_masks(layout, masks)
-        out[base >= 0] |= self.value_bits  # a row initialised from a record has every column set
-        return out
 
     # -- sequence groups --------------------------------------------------------------------------------
     def _merge_groups(self, layout: Layout) -> pa.Table:
@@ -211,7 +206,7 @@ class PartialUpdate(EngineBase):
             values[c] = self._fold_aggregated(layout, c, col, advance, recs, retract, ignored, init_group, multi)
         has_add = layout.any_where(adds)
         out_kinds = np.where(has_add, RowKind.INSERT, RowKind.DELETE).astype(np.int8)
-        out_masks = None if masks is None else self._merged_masks(layout, masks, base)
+        out_masks = None if masks is None else self.or_masks(layout, masks)
         if scalar_groups.any():
             values, out_kinds = self._apply_scalar(layout, scalar_groups, values, out_kinds, masks)
         return assemble(layout, values, out_kinds, out_masks, ~multi)
