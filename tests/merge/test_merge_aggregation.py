@@ -146,3 +146,18 @@ def test_single_record_keys_pass_through(function: str) -> None:
     t = pa.string() if function == "listagg" else pa.int64()
     value = "   " if function == "listagg" else 4
     assert fold(function, t, [value]) == value
+
+
+def test_fluss_delete_restarts_every_function() -> None:
+    s, fn = agg(
+        {
+            "table.delete.behavior": "allow",
+            "fields.a.aggregate-function": "first_value",
+            "fields.b.aggregate-function": "max",
+        }
+    )
+    out = merge(fn, kv(s, [(1, 1, 9), (1, None, None), (1, 2, 3)], ["+I", "-D", "+I"]))
+    assert visible(s, out) == [{"k": 1, "a": 2, "b": 3}]
+    # a partial delete restarts only its target columns
+    data = kv(s, [(1, 1, 9), (1, None, None), (1, 2, 3)], ["+I", "-D", "+I"], masks=[None, ["k", "a"], None])
+    assert visible(s, merge(fn, data)) == [{"k": 1, "a": 2, "b": 9}]

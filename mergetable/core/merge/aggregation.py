@@ -13,8 +13,9 @@ Deletes:
   ``aggregation.remove-record-on-delete``: a -D re-initialises the row from the -D record (later adds
   aggregate on top of it) and a trailing -D makes the result ``-D``.
 * Fluss ``table.delete.behavior``: ``ignore`` drops deletes, ``disable`` rejects them, ``allow`` removes
-  the record — a delete whose ``_WRITE_MASK`` covers only some columns nulls those columns and removes
-  the row only when every non-key column is then NULL.
+  the record — every column's fold restarts (fresh function state, like Fluss storing the next insert
+  raw) after the newest delete; a delete whose ``_WRITE_MASK`` covers only some columns clears only those
+  columns and removes the row only when every non-key column is then NULL.
 
 Partial writes: a column's fold only sees the records whose ``_WRITE_MASK`` includes it; the result's
 mask is the OR of the key's masks. As in Paimon, each merge starts from an all-NULL row, so a delete
@@ -31,7 +32,7 @@ import pyarrow as pa
 
 from mergetable.core.errors import MergeError, OptionsError
 from mergetable.core.merge.agg_base import ADD, RESET, RETRACT, AggFunction, FieldOptions, FoldInput, create_function
-from mergetable.core.merge.engine_base import EngineBase, assemble, null_where
+from mergetable.core.merge.engine_base import EngineBase, assemble
 from mergetable.core.merge.layout import Layout
 from mergetable.core.merge.validation import field_function
 from mergetable.core.options import DeleteBehavior, TableOptions
@@ -104,10 +105,9 @@ class Aggregation(EngineBase):
         retract = is_retract(kinds)
         masks = self.masks(layout)
         events: np.ndarray | None = None
-        if bool(np.any(retract & multi[layout.gid])):
-            if self.fluss_deletes:
-                events = np.where(retract, RESET, ADD).astype(np.int8)
-            elif self.remove_on_delete:
+        fluss_deletes = self.fluss_deletes and bool(np.any(retract & multi[layout.gid]))
+        if bool(np.any(retract & multi[layout.gid])) and not self.fluss_deletes:
+            if self.remove_on_delete:
                 deletes = kinds == RowKind.DELETE
                 events = np.where(deletes, RESET, np.where(retract, RETRACT, ADD)).astype(np.int8)
                 check_not_null_reset(
@@ -119,19 +119,21 @@ class Aggregation(EngineBase):
         for c in self.data_columns(rows):
             col = layout.column(c)
             part = self.written(masks, c)
-            if events is not None:
-                if self.fluss_deletes:
-                    col = null_where(col, retract)
-                elif self.ignore_retract[c]:
-                    keep = events != RETRACT
-                    part = keep if part is None else part & keep
+            if fluss_deletes:
+                # A Fluss delete clears the column: its fold restarts after the newest delete that targets it.
+                cleared = layout.last_where(retract if part is None else retract & part)
+                after = np.arange(layout.num_positions, dtype=np.int64) > cleared[layout.gid]
+                part = ~retract & after if part is None else ~retract & after & part
+            elif events is not None and self.ignore_retract[c]:
+                keep = events != RETRACT
+                part = keep if part is None else part & keep
             fi = self._fold_input(layout, c, col, events, part, active)
             values[c] = self.functions[c].run(fi)
         out_kinds = np.full(layout.n_groups, RowKind.INSERT, dtype=np.int8)
         last_kind = kinds[layout.last_pos]
-        if events is not None and self.remove_on_delete and not self.fluss_deletes:
+        if events is not None and self.remove_on_delete:
             out_kinds[last_kind == RowKind.DELETE] = RowKind.DELETE
-        if events is not None and self.fluss_deletes:
+        if fluss_deletes:
             out_kinds[self._removed(layout, masks, values, retract)] = RowKind.DELETE
         out_masks = None if masks is None else self.or_masks(layout, masks)
         return assemble(layout, values, out_kinds, out_masks, None if active is None else ~multi)
