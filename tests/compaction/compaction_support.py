@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 
 import mergetable as mt
-from mergetable.read.scan import Split
+from mergetable.read.scan import Planner, Split, interval_partition
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64()), ("s", pa.string())])
 ALL_KINDS = ("+I", "+U", "-U", "-D")
@@ -53,6 +53,23 @@ def top_level_state(t: mt.Table, snapshot_id: int) -> dict[int, Row]:
     for partition, bucket, f in t.files(snapshot_id):
         if f.level == top:
             for r in reader.read_file(Split(snapshot_id, partition, bucket, ()), f, None).to_pylist():
+                out[r["k"]] = (r["v"], r["s"])
+    return out
+
+
+def upper_levels_state(t: mt.Table, snapshot_id: int) -> dict[int, Row]:
+    """The merged content of levels above 0 (what lookup changelog has covered so far)."""
+    reader = t.split_reader()
+    planner = Planner(t.manifests, t.table_schema)
+    out: dict[int, Row] = {}
+    by_bucket: dict[tuple[tuple[str | None, ...], int], list[Any]] = {}
+    for partition, bucket, f in t.files(snapshot_id):
+        if f.level > 0:
+            by_bucket.setdefault((partition, bucket), []).append(f)
+    for (partition, bucket), files in by_bucket.items():
+        split = Split(snapshot_id, partition, bucket, ())
+        for section in interval_partition(files, planner.comparator):
+            for r in reader.finish(reader.merged_section(split, section)).to_pylist():
                 out[r["k"]] = (r["v"], r["s"])
     return out
 
