@@ -111,3 +111,34 @@ def test_unsupported_modes(table_uri: str) -> None:
         mt.create_table(table_uri, SCHEMA, primary_key=["id"], options={"bucket": "-1"})
     with pytest.raises(mt.UnsupportedError):
         mt.create_table(table_uri, SCHEMA, primary_key=[])
+
+
+def test_failed_commit_leaves_no_change_and_no_files(table: mt.Table, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mergetable.core.fileio import FileIO
+
+    before = {p for p, _ in table.fileio.walk_files(table.fileio.root)}
+
+    def disk_full(self: FileIO, path: str, data: bytes) -> bool:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(FileIO, "write_if_absent", disk_full)
+    with pytest.raises(OSError, match="No space"):
+        table.write(pa.table({"id": [3, 4], "v": [3.0, 4.0]}))
+    monkeypatch.undo()
+    unchanged(table)
+    after = {p for p, _ in table.fileio.walk_files(table.fileio.root)}
+    assert after == before
+
+
+def test_commit_conflict_exhaustion_cleans_up(table_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mergetable.core.fileio import FileIO
+
+    t = mt.create_table(table_uri, SCHEMA, primary_key=["id"], options={"commit.max-retries": "2"})
+    t.write(pa.table({"id": [1, 2], "v": [1.0, 2.0]}))
+    before = {p for p, _ in t.fileio.walk_files(t.fileio.root)}
+    monkeypatch.setattr(FileIO, "write_if_absent", lambda self, path, data: False)  # every race is lost
+    with pytest.raises(mt.CommitConflictError, match="commit.max-retries"):
+        t.write(pa.table({"id": [3], "v": [3.0]}))
+    monkeypatch.undo()
+    unchanged(t)
+    assert {p for p, _ in t.fileio.walk_files(t.fileio.root)} == before
