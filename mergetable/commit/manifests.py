@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from mergetable.core import paths
 from mergetable.core.errors import CorruptMetadataError
@@ -67,19 +67,23 @@ class ManifestIO:
             metas.append(_manifest_meta(name, len(data), chunk, schema_id))
         return metas
 
-    def read_manifest(self, name: str) -> tuple[ManifestEntry, ...]:
+    def _read(self, name: str, what: str, parse: Callable[[bytes, str], object]) -> object:
+        """Parse an immutable manifest document once per process (LRU-cached by table and name)."""
         key = (self.fileio.uri, name)
         hit = _cached(key)
         if hit is not None:
-            return hit  # type: ignore[return-value]
+            return hit
         path = self._path(name)
         try:
             text = self.fileio.read_bytes(path)
         except FileNotFoundError:
-            raise CorruptMetadataError(path, "manifest file is missing") from None
-        entries = ManifestFile.from_json(text, path).entries
-        _remember(key, entries)
-        return entries
+            raise CorruptMetadataError(path, f"{what} is missing") from None
+        value = parse(text, path)
+        _remember(key, value)
+        return value
+
+    def read_manifest(self, name: str) -> tuple[ManifestEntry, ...]:
+        return self._read(name, "manifest file", lambda t, p: ManifestFile.from_json(t, p).entries)  # type: ignore[return-value]
 
     # -- manifest lists ---------------------------------------------------------------------------
     def write_list(self, metas: Sequence[ManifestFileMeta]) -> tuple[str, int]:
@@ -89,18 +93,7 @@ class ManifestIO:
         return name, len(data)
 
     def read_list(self, name: str) -> tuple[ManifestFileMeta, ...]:
-        key = (self.fileio.uri, name)
-        hit = _cached(key)
-        if hit is not None:
-            return hit  # type: ignore[return-value]
-        path = self._path(name)
-        try:
-            text = self.fileio.read_bytes(path)
-        except FileNotFoundError:
-            raise CorruptMetadataError(path, "manifest list is missing") from None
-        metas = ManifestList.from_json(text, path).manifests
-        _remember(key, metas)
-        return metas
+        return self._read(name, "manifest list", lambda t, p: ManifestList.from_json(t, p).manifests)  # type: ignore[return-value]
 
     def read_entries(self, metas: Iterable[ManifestFileMeta]) -> list[ManifestEntry]:
         out: list[ManifestEntry] = []
