@@ -191,3 +191,12 @@ def test_primary_key_only_partial_write_changes_nothing() -> None:
     s, fn = dedup(fields=COLS3)
     out = commits(fn, s, [[(1, "a", "b")], [(1, None, None)]], masks=[None, [("k",)]])
     assert visible(s, out) == [{"k": 1, "a": "a", "b": "b"}]
+
+
+def test_fluss_partial_delete_in_partitioned_table() -> None:
+    fields = [("dt", pa.string()), ("k", pa.int64()), ("a", pa.string()), ("b", pa.string())]
+    s = make_schema(fields, ["dt", "k"], {"table.delete.behavior": "allow"}, ["dt"])
+    fn = engine(s)
+    target = ["dt", "k", "a"]
+    out = commits(fn, s, [[("d", 1, "a", None)], [("d", 1, None, None)]], kinds=[None, "-D"], masks=[None, [target]])
+    assert visible(s, out) == []

@@ -58,7 +58,8 @@ class Deduplicate(EngineBase):
             # a partial delete writes NULL into its target columns
             pick = np.where(hit & ~retract[source], pick, -1)
             values[c] = col.take(pa.array(pick, mask=pick < 0))
-            any_value |= np.asarray(values[c].is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+            if c not in self.schema.primary_keys:  # partition keys are value columns here, but keys
+                any_value |= np.asarray(values[c].is_valid().to_numpy(zero_copy_only=False), dtype=bool)
         out_masks = self.or_masks(layout, masks, after)
         had_reset = reset_at >= 0
         out_masks[had_reset] |= self.value_bits
