@@ -63,15 +63,18 @@ class FoldInput:
 
     @property
     def size(self) -> int:
+        """Number of records."""
         return len(self.gid)
 
     @cached_property
     def ev(self) -> np.ndarray:
+        """The events as an int8 array (all ``ADD`` when ``events`` is ``None``)."""
         if self.events is None:
             return np.zeros(self.size, dtype=np.int8)
         return self.events
 
     def has(self, event: int) -> bool:
+        """Whether any record carries ``event``."""
         return self.events is not None and bool(np.any(self.events == event))
 
     def only(self, *events: int) -> bool:
@@ -179,6 +182,7 @@ class AggFunction:
         return None
 
     def agg(self, acc: Any, x: Any, state: Any) -> Any:
+        """Paimon's ``agg(accumulator, input)`` on Python values."""
         raise NotImplementedError
 
     def agg_old(self, acc: Any, x: Any, state: Any) -> Any:
@@ -186,9 +190,11 @@ class AggFunction:
         return self.agg(x, acc, state)
 
     def retract(self, acc: Any, x: Any, state: Any) -> Any:
+        """Paimon's ``retract(accumulator, input)``; functions that cannot retract raise."""
         raise MergeError(unsupported_retraction(self.name, self.column))
 
     def to_arrow(self, results: list[Any]) -> pa.Array:
+        """Per-group Python results as an array of the column's type."""
         try:
             return pa.array(results, type=self.type)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
@@ -284,12 +290,15 @@ class FieldOptions:
         self._opts = opts
 
     def key(self, suffix: str) -> str:
+        """The full option key ``fields.<column>.<suffix>``."""
         return f"fields.{self.column}.{suffix}"
 
     def raw(self, suffix: str) -> str | None:
+        """The option's string value, if set."""
         return self._opts.field_option(self.column, suffix)
 
     def flag(self, suffix: str) -> bool:
+        """A boolean option (default false)."""
         value = self.raw(suffix)
         if value is None:
             return False
@@ -299,6 +308,7 @@ class FieldOptions:
             raise OptionsError(self.key(suffix), str(exc)) from None
 
     def integer(self, suffix: str, default: int) -> int:
+        """An integer option."""
         value = self.raw(suffix)
         if value is None:
             return default
@@ -308,6 +318,7 @@ class FieldOptions:
             raise OptionsError(self.key(suffix), str(exc)) from None
 
     def names(self, suffix: str) -> tuple[str, ...]:
+        """A comma-separated list option."""
         value = self.raw(suffix)
         return () if value is None else parse_list(value)
 

@@ -34,6 +34,7 @@ def raw_numpy(arr: pa.Array) -> np.ndarray:
 
 
 def validity_buffer(valid: np.ndarray | None) -> pa.Buffer | None:
+    """An Arrow validity bitmap for a boolean mask (``None`` when everything is valid)."""
     if valid is None or bool(valid.all()):
         return None
     return pa.py_buffer(np.packbits(valid.astype(bool), bitorder="little"))

@@ -145,6 +145,7 @@ class Layout:
     # -- derived arrays ---------------------------------------------------------------------------
     @property
     def num_positions(self) -> int:
+        """Number of records."""
         return len(self.gid)
 
     @cached_property
@@ -161,6 +162,7 @@ class Layout:
 
     @cached_property
     def ends(self) -> np.ndarray:
+        """One past the last position of every group (contiguous layouts)."""
         return (self.starts + self.sizes).astype(np.int64)
 
     @cached_property
@@ -234,6 +236,7 @@ class Layout:
 
     @cached_property
     def kinds(self) -> np.ndarray:
+        """``_VALUE_KIND`` of every position."""
         return self.numpy(VALUE_KIND).astype(np.int8, copy=False)
 
     # -- re-layout ----------------------------------------------------------------------------------

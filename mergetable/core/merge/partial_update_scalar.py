@@ -32,14 +32,17 @@ class Record:
 
     @property
     def retract(self) -> bool:
+        """Whether the record is -U or -D."""
         return self.kind in (RowKind.UPDATE_BEFORE, RowKind.DELETE)
 
     def get(self, column: str) -> Any:
+        """The record's value for ``column`` (NULL when it did not write it)."""
         if self.written is not None and column not in self.written:
             return None
         return self.values.get(column)
 
     def wrote(self, column: str) -> bool:
+        """Whether the record wrote ``column``."""
         return self.written is None or column in self.written
 
 

@@ -59,6 +59,7 @@ class PartialUpdateConfig:
 
     @property
     def ordering_fields(self) -> set[str]:
+        """Every ordering field of every group."""
         return {f for g in self.groups for f in g.ordering}
 
     @classmethod
