@@ -1,0 +1,327 @@
+"""The ``mergetable`` command line: compact a table and look inside it.
+
+    mergetable compact URI [--full] [--partition k=v[,k=v]]...
+    mergetable describe | snapshots | files | read | changelog | tags | expire | orphans URI ...
+
+Every command takes ``--json`` (machine-readable output) and ``--storage-option k=v`` (repeatable, passed
+to fsspec, e.g. ``endpoint_url=http://…``). Errors print one line on stderr and exit with status 1
+(usage errors: 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from mergetable.cli.output import Output, timestamp
+from mergetable.compaction.job import Progress
+from mergetable.core.errors import MergeTableError
+from mergetable.metadata.models import FileKind
+from mergetable.table import Table, open_table
+
+_FILTER = re.compile(r"^\s*([^\s=!<>]+)\s*(==|=|!=|<=|>=|<|>)\s*(.*?)\s*$")
+
+
+# -- argument parsing ------------------------------------------------------------------------------------
+def _key_values(items: Sequence[str], what: str) -> dict[str, str]:
+    out = {}
+    for item in items:
+        for part in item.split(","):
+            key, sep, value = part.partition("=")
+            if not sep or not key.strip():
+                raise MergeTableError(f"{what} '{part}' is not of the form key=value")
+            out[key.strip()] = value.strip()
+    return out
+
+
+def _storage_value(value: str) -> Any:
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    if value.startswith("{"):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mergetable", description="Compact and inspect mergetable tables.")
+    parser.add_argument("--json", action="store_true", help="print results as JSON")
+    parser.add_argument("--storage-option", action="append", default=[], metavar="K=V", help="fsspec storage option")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print results as JSON")
+    common.add_argument(
+        "--storage-option", action="append", default=argparse.SUPPRESS, metavar="K=V", help="fsspec storage option"
+    )
+    common.add_argument("uri", help="table location (path or fsspec URL)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("compact", parents=[common], help="compact the table and commit one COMPACT snapshot")
+    p.add_argument("--full", action="store_true", help="compact every bucket into the top level")
+    p.add_argument(
+        "--partition", action="append", default=[], metavar="K=V[,K=V]", help="only this partition (repeatable)"
+    )
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None, help="show a progress bar")
+    p.set_defaults(run=_compact)
+
+    p = sub.add_parser("describe", parents=[common], help="schema, options, latest snapshot and levels")
+    p.set_defaults(run=_describe)
+
+    p = sub.add_parser("snapshots", parents=[common], help="list snapshots")
+    p.add_argument("--limit", type=int, default=None, help="only the newest N")
+    p.set_defaults(run=_snapshots)
+
+    p = sub.add_parser("files", parents=[common], help="list the live data files")
+    p.add_argument("--snapshot", type=int, default=None, help="of this snapshot (default: latest)")
+    p.set_defaults(run=_files)
+
+    p = sub.add_parser("read", parents=[common], help="print rows")
+    _read_options(p)
+    p.add_argument("--snapshot", type=int, default=None, help="time travel to a snapshot id")
+    p.add_argument("--tag", default=None, help="time travel to a tag")
+    p.set_defaults(run=_read)
+
+    p = sub.add_parser("changelog", parents=[common], help="print the changes of snapshots (START, END]")
+    p.add_argument("start", help="start snapshot id or tag (exclusive)")
+    p.add_argument("end", help="end snapshot id or tag (inclusive)")
+    _read_options(p)
+    p.set_defaults(run=_changelog)
+
+    p = sub.add_parser("tags", parents=[common], help="list, create or delete tags")
+    p.add_argument("--create", metavar="NAME", default=None, help="tag the latest (or --snapshot) snapshot")
+    p.add_argument("--snapshot", type=int, default=None, help="snapshot id for --create")
+    p.add_argument("--delete", metavar="NAME", default=None, help="delete a tag")
+    p.set_defaults(run=_tags)
+
+    p = sub.add_parser("expire", parents=[common], help="expire snapshots per the table's snapshot.* options")
+    p.set_defaults(run=_expire)
+
+    p = sub.add_parser("orphans", parents=[common], help="remove files no snapshot or tag references")
+    p.add_argument("--older-than-ms", type=int, default=None, help="only files older than this (default: 1 day ago)")
+    p.add_argument("--dry-run", action="store_true", help="only list them")
+    p.set_defaults(run=_orphans)
+    return parser
+
+
+def _read_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--limit", type=int, default=20, help="at most N rows (default 20; 0 for all)")
+    p.add_argument("--columns", default=None, help="comma-separated columns")
+    p.add_argument("--filter", action="append", default=[], metavar="EXPR", help="e.g. 'id>=5' (repeatable, AND)")
+
+
+def _filters(table: Table, exprs: Sequence[str]) -> list[tuple[str, str, Any]] | None:
+    out = []
+    for expr in exprs:
+        m = _FILTER.match(expr)
+        if not m:
+            raise MergeTableError(f"filter '{expr}' is not of the form <column><op><value> (ops: = != < <= > >=)")
+        column, op, text = m.groups()
+        field = table.schema.field(column) if column in table.schema.names else None
+        if field is None:
+            raise MergeTableError(f"filter column '{column}' is not in the table")
+        try:
+            value = pa.scalar(text.strip("'\"")).cast(field.type).as_py()
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise MergeTableError(f"filter value '{text}' is not a {field.type}: {exc}") from None
+        out.append((column, op, value))
+    return out or None
+
+
+def _columns(text: str | None) -> list[str] | None:
+    return [c.strip() for c in text.split(",") if c.strip()] if text else None
+
+
+# -- commands -------------------------------------------------------------------------------------------
+def _compact(table: Table, args: argparse.Namespace, out: Output) -> None:
+    from tqdm import tqdm
+
+    partitions = [_key_values([spec], "partition") for spec in args.partition] or None
+    show = args.progress if args.progress is not None else (sys.stderr.isatty() and not out.as_json)
+    bars: list[Any] = []
+
+    def start(total: int) -> None:
+        bars.append(tqdm(total=total, unit="bucket", desc="compacting", disable=not show, file=sys.stderr))
+
+    def advance() -> None:
+        if bars:
+            bars[0].update(1)
+
+    try:
+        snap = table.compact(full=args.full, partitions=partitions, progress=Progress(start, advance))
+    finally:
+        for bar in bars:
+            bar.close()
+    if snap is None:
+        out.emit({"snapshot": None, "buckets": 0}, "nothing to compact")
+        return
+    delta = table.manifests.delta_entries(snap)
+    kinds = Counter(e.kind for e in delta)
+    changelog = table.manifests.changelog_entries(snap)
+    result = {
+        "snapshot": snap.id,
+        "buckets": len({(e.partition, e.bucket) for e in delta}),
+        "files_deleted": kinds[FileKind.DELETE],
+        "files_added": kinds[FileKind.ADD],
+        "changelog_files": len(changelog),
+        "full": args.full,
+    }
+    out.emit(
+        result,
+        f"compacted {result['buckets']} bucket(s) into snapshot {snap.id}: "
+        f"{result['files_deleted']} file(s) replaced by {result['files_added']}"
+        + (f", {len(changelog)} changelog file(s)" if changelog else ""),
+    )
+
+
+def _describe(table: Table, args: argparse.Namespace, out: Output) -> None:
+    latest = table.latest_snapshot()
+    files = table.files()
+    levels = Counter(f.level for _, _, f in files)
+    data = {
+        "uri": table.uri,
+        "primary_key": list(table.primary_key),
+        "partition_keys": list(table.partition_keys),
+        "fields": [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in table.schema],
+        "options": table.options,
+        "latest_snapshot": None if latest is None else _snapshot_row(latest),
+        "buckets": len({(p, b) for p, b, _ in files}),
+        "files_by_level": {str(k): v for k, v in sorted(levels.items())},
+        "rows_in_files": sum(f.row_count for _, _, f in files),
+    }
+    lines = [
+        f"table        {table.uri}",
+        f"primary key  {', '.join(table.primary_key)}",
+        f"partitioned  {', '.join(table.partition_keys) or '-'}",
+        "columns",
+        *[f"  {f.name}: {f.type}{'' if f.nullable else ' not null'}" for f in table.schema],
+        "options",
+        *[f"  {k} = {v}" for k, v in sorted(table.options.items())],
+        f"latest       {'-' if latest is None else f'snapshot {latest.id} ({latest.commit_kind.value})'}",
+        f"files        {len(files)} in {data['buckets']} bucket(s); by level: "
+        + (", ".join(f"L{k}: {v}" for k, v in sorted(levels.items())) or "-"),
+    ]
+    out.emit(data, "\n".join(lines))
+
+
+def _snapshot_row(s: Any) -> dict[str, Any]:
+    return {
+        "id": s.id,
+        "kind": s.commit_kind.value,
+        "time": timestamp(s.time_millis),
+        "total_records": s.total_record_count,
+        "delta_records": s.delta_record_count,
+        "changelog_records": s.changelog_record_count,
+        "commit_user": s.commit_user,
+    }
+
+
+def _snapshots(table: Table, args: argparse.Namespace, out: Output) -> None:
+    snaps = table.snapshots()
+    if args.limit is not None:
+        snaps = snaps[-args.limit :] if args.limit > 0 else []
+    rows = [_snapshot_row(s) for s in snaps]
+    headers = ["id", "kind", "time", "total_records", "delta_records", "changelog_records"]
+    out.table(headers, [[r[h] for h in headers] for r in rows], rows)
+
+
+def _files(table: Table, args: argparse.Namespace, out: Output) -> None:
+    rows = []
+    for partition, bucket, f in table.files(args.snapshot):
+        spec = "/".join(f"{k}={v}" for k, v in zip(table.partition_keys, partition, strict=True))
+        rows.append(
+            {
+                "partition": spec,
+                "bucket": bucket,
+                "level": f.level,
+                "file": f.file_name,
+                "rows": f.row_count,
+                "bytes": f.file_size,
+                "min_seq": f.min_sequence_number,
+                "max_seq": f.max_sequence_number,
+                "source": f.file_source.name,
+            }
+        )
+    rows.sort(key=lambda r: (r["partition"], r["bucket"], r["level"], r["file"]))
+    headers = list(rows[0]) if rows else ["partition", "bucket", "level", "file", "rows", "bytes"]
+    out.table(headers, [[r[h] for h in headers] for r in rows], rows)
+
+
+def _limited(data: pa.Table, limit: int) -> pa.Table:
+    return data.slice(0, limit) if limit > 0 else data
+
+
+def _read(table: Table, args: argparse.Namespace, out: Output) -> None:
+    data = table.read(
+        columns=_columns(args.columns),
+        filter=_filters(table, args.filter),
+        snapshot_id=args.snapshot,
+        tag=args.tag,
+    )
+    out.arrow(_limited(data, args.limit))
+
+
+def _changelog(table: Table, args: argparse.Namespace, out: Output) -> None:
+    data = table.changelog(args.start, args.end, columns=_columns(args.columns), filter=_filters(table, args.filter))
+    out.arrow(_limited(data, args.limit))
+
+
+def _tags(table: Table, args: argparse.Namespace, out: Output) -> None:
+    if args.create:
+        tag = table.create_tag(args.create, snapshot_id=args.snapshot)
+        out.emit({"created": args.create, "snapshot": tag.id}, f"created tag '{args.create}' on snapshot {tag.id}")
+        return
+    if args.delete:
+        table.delete_tag(args.delete)
+        out.emit({"deleted": args.delete}, f"deleted tag '{args.delete}'")
+        return
+    rows = [
+        {"tag": name, "snapshot": t.id, "created": timestamp(t.tag_create_time) if t.tag_create_time else None}
+        for name, t in table.tags().items()
+    ]
+    out.table(["tag", "snapshot", "created"], [[r["tag"], r["snapshot"], r["created"]] for r in rows], rows)
+
+
+def _expire(table: Table, args: argparse.Namespace, out: Output) -> None:
+    result = table.expire_snapshots()
+    data = {"expired_snapshots": result.expired_snapshots, "deleted_files": len(result.deleted_files)}
+    out.emit(data, f"expired {len(result.expired_snapshots)} snapshot(s), deleted {len(result.deleted_files)} file(s)")
+
+
+def _orphans(table: Table, args: argparse.Namespace, out: Output) -> None:
+    paths = table.remove_orphan_files(older_than_ms=args.older_than_ms, dry_run=args.dry_run)
+    verb = "would remove" if args.dry_run else "removed"
+    out.emit({"dry_run": args.dry_run, "files": paths}, "\n".join([f"{verb} {len(paths)} file(s)", *paths]))
+
+
+# -- entry point ----------------------------------------------------------------------------------------
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0 ok, 1 error, 2 usage)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    out = Output(args.json)
+    run: Callable[[Table, argparse.Namespace, Output], None] = args.run
+    try:
+        storage = {k: _storage_value(v) for k, v in _key_values(args.storage_option, "storage option").items()}
+        run(open_table(args.uri, storage or None), args, out)
+    except MergeTableError as exc:
+        print(f"mergetable: error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"mergetable: error: {args.uri}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("mergetable: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
