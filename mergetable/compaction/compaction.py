@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -76,7 +77,11 @@ class _CachingReader(SplitReader):
         self.keep: Callable[[DataFileMeta], bool] = lambda f: False
         self.keys: pa.Table | None = None
 
-    def read_file(self, split: Split, f: DataFileMeta, filter_expr: pc.Expression | None) -> pa.Table:
+    def read_file(
+        self, split: Split, f: DataFileMeta, filter_expr: pc.Expression | None, *args: Any, **kwargs: Any
+    ) -> pa.Table:
+        if args or kwargs:  # a special read (e.g. without system columns): not what is cached
+            return super().read_file(split, f, filter_expr, *args, **kwargs)
         table = self.tables.get(f.file_name)
         if table is None:
             if self.keys is not None:
