@@ -49,7 +49,9 @@ def test_a_real_table_matches_the_schemas(tmp_path: Path) -> None:
     schemas = json_schemas()
     snap = json.loads(t.fileio.read_text(t.fileio.join(paths.snapshot_path(1))))
     jsonschema.validate(snap, schemas["Snapshot.json"])
-    jsonschema.validate(json.loads(t.fileio.read_text(t.fileio.join(paths.schema_path(0)))), schemas["TableSchema.json"])
+    jsonschema.validate(
+        json.loads(t.fileio.read_text(t.fileio.join(paths.schema_path(0)))), schemas["TableSchema.json"]
+    )
     jsonschema.validate(json.loads(t.fileio.read_text(t.fileio.join(paths.tag_path("v1")))), schemas["Tag.json"])
     for name in (snap["baseManifestList"], snap["deltaManifestList"]):
         lst = json.loads(t.fileio.read_text(t.fileio.join(paths.manifest_path(name))))

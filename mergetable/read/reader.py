@@ -21,14 +21,13 @@ import pyarrow.parquet as pq
 from mergetable.core.errors import DataFileError
 from mergetable.core.fileio import FileIO
 from mergetable.core.merge import MergeFunction
-from mergetable.core.merge.base import WRITE_MASK
+from mergetable.core.merge.base import WRITE_MASK, write_mask
 from mergetable.core.predicates import Conjunct, restrict, to_expression
 from mergetable.core.rowkind import is_retract
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from mergetable.metadata.models import DataFileMeta
 from mergetable.read.scan import Split
 from mergetable.write.files import data_file_path
-from mergetable.write.writer import write_mask_for
 
 
 class SplitReader:
@@ -95,7 +94,7 @@ class SplitReader:
         if not table.schema.equals(schema):
             table = table.cast(schema)
         if f.write_cols is not None and not plain:
-            mask = write_mask_for(self.schema, f.write_cols)
+            mask = write_mask(self.schema, f.write_cols)
             table = table.append_column(WRITE_MASK, pa.array(np.full(table.num_rows, mask, dtype=np.int64)))
         return table
 
@@ -181,5 +180,5 @@ def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
 
 
 def _with_full_mask(table: pa.Table, schema: TableSchema) -> pa.Table:
-    full = (1 << len(schema.column_names)) - 1
+    full = write_mask(schema)
     return table.append_column(WRITE_MASK, pa.array(np.full(table.num_rows, full, dtype=np.int64)))

@@ -9,8 +9,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from mergetable.core.errors import SchemaError
+from mergetable.core.errors import SchemaError, UnsupportedError
 from mergetable.core.hashing import bucket_of
+from mergetable.core.merge.base import WRITE_MASK_BITS
+from mergetable.core.options import MergeEngine
 from mergetable.core.rowkind import RowKind, kinds_from_strings
 from mergetable.core.schema import TableSchema
 
@@ -61,6 +63,21 @@ def conform(
             raise SchemaError(
                 f"The target write columns {wanted} must contain the primary key columns {list(schema.primary_keys)}."
             )
+        if len(arrow) > WRITE_MASK_BITS:
+            raise UnsupportedError(
+                f"partial writes (target_columns) support tables of at most {WRITE_MASK_BITS} columns; "
+                f"this table has {len(arrow)}"
+            )
+        engine = schema.table_options.merge_engine
+        if engine in (MergeEngine.FIRST_ROW, MergeEngine.VERSIONED):
+            raise UnsupportedError(f"Table with '{engine.value}' merge engine does not support partial update.")
+        for f in arrow:
+            if f.name not in schema.primary_keys and not f.nullable:
+                raise SchemaError(
+                    "Partial Update requires all columns except primary key to be nullable, "
+                    f"but column {f.name} is NOT NULL.",
+                    f.name,
+                )
     names = data.schema.names
     for c in names:
         if c not in wanted and c not in extra:

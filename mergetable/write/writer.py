@@ -11,7 +11,7 @@ import pyarrow as pa
 from mergetable.core.errors import MergeError, SchemaError
 from mergetable.core.fileio import FileIO
 from mergetable.core.merge import MergeFunction
-from mergetable.core.merge.base import WRITE_MASK
+from mergetable.core.merge.base import WRITE_MASK, write_mask
 from mergetable.core.options import ChangelogProducer, DeleteBehavior
 from mergetable.core.rowkind import RowKind, is_retract
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
@@ -21,15 +21,6 @@ from mergetable.write.input import RowKindArg, conform, row_kinds, split_by_buck
 
 BucketId = tuple[tuple[str | None, ...], int]
 NextSequence = Callable[[tuple[str | None, ...], int], int]
-
-
-def write_mask_for(schema: TableSchema, columns: Sequence[str]) -> int:
-    """Bit i set ⇔ ``schema.column_names[i]`` is in ``columns``."""
-    mask = 0
-    for i, c in enumerate(schema.column_names):
-        if c in columns:
-            mask |= 1 << i
-    return mask
 
 
 class TableWriter:
@@ -124,7 +115,7 @@ class TableWriter:
             )
             self._changelog_files.setdefault(bucket_id, []).extend(files)
         if write_cols is not None:
-            mask = write_mask_for(self.schema, write_cols)
+            mask = write_mask(self.schema, write_cols)
             kv = kv.append_column(WRITE_MASK, pa.array(np.full(n, mask, dtype=np.int64)))
         merged = self.merge_function.merge(kv, seq_ordered=True)
         if WRITE_MASK in merged.schema.names:

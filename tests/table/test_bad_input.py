@@ -137,7 +137,7 @@ def test_commit_conflict_exhaustion_cleans_up(table_uri: str, monkeypatch: pytes
     t.write(pa.table({"id": [1, 2], "v": [1.0, 2.0]}))
     before = {p for p, _ in t.fileio.walk_files(t.fileio.root)}
     monkeypatch.setattr(FileIO, "write_if_absent", lambda self, path, data: False)  # every race is lost
-    with pytest.raises(mt.CommitConflictError, match="commit.max-retries"):
+    with pytest.raises(mt.CommitConflictError, match=r"commit\.max-retries"):
         t.write(pa.table({"id": [3], "v": [3.0]}))
     monkeypatch.undo()
     unchanged(t)

@@ -32,9 +32,15 @@ def s3_options() -> Iterator[dict[str, object]]:
     port = _free_port()
     exe = shutil.which("moto_server") or [sys.executable, "-m", "moto.server"]
     cmd = [exe] if isinstance(exe, str) else exe
-    proc = subprocess.Popen([*cmd, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [*cmd, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     endpoint = f"http://127.0.0.1:{port}"
-    opts: dict[str, object] = {"key": "test", "secret": "test", "client_kwargs": {"endpoint_url": endpoint, "region_name": "eu-west-1"}}
+    opts: dict[str, object] = {
+        "key": "test",
+        "secret": "test",
+        "client_kwargs": {"endpoint_url": endpoint, "region_name": "eu-west-1"},
+    }
     try:
         import s3fs
 
@@ -83,9 +89,7 @@ def _writer(uri: str, opts: dict[str, object], w: int) -> None:
 
 def test_concurrent_writers_on_s3(s3_options: dict[str, object]) -> None:
     uri = f"s3://mergetable-test/{uuid.uuid4().hex}"
-    mt.create_table(
-        uri, SCHEMA, primary_key=["id"], options={"commit.max-retries": "100"}, storage_options=s3_options
-    )
+    mt.create_table(uri, SCHEMA, primary_key=["id"], options={"commit.max-retries": "100"}, storage_options=s3_options)
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=_writer, args=(uri, s3_options, w)) for w in range(4)]
     for p in procs:

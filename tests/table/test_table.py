@@ -120,7 +120,11 @@ def test_partitions_and_dynamic_overwrite(table_uri: str) -> None:
 
 def test_whole_table_overwrite_when_dynamic_off(table_uri: str) -> None:
     t = mt.create_table(
-        table_uri, SCHEMA, primary_key=["id", "dt"], partition_keys=["dt"], options={"dynamic-partition-overwrite": "false"}
+        table_uri,
+        SCHEMA,
+        primary_key=["id", "dt"],
+        partition_keys=["dt"],
+        options={"dynamic-partition-overwrite": "false"},
     )
     t.write(pa.concat_tables([data([1], dt="a"), data([2], dt="b")]))
     t.write(data([3], dt="a"), overwrite=True)
@@ -152,7 +156,9 @@ def test_projection_and_scan_batches(table_uri: str) -> None:
 
 
 def test_write_buffer_bounds_memory_with_several_level0_files(table_uri: str) -> None:
-    t = make(table_uri, **{"bucket": "1", "write-buffer-size": "64kb", "target-file-size": "32kb", "write-only": "true"})
+    t = make(
+        table_uri, **{"bucket": "1", "write-buffer-size": "64kb", "target-file-size": "32kb", "write-only": "true"}
+    )
     t.write(data(list(range(20_000))))
     files = t.files()
     assert len(files) > 3
@@ -221,3 +227,40 @@ def test_point_lookup_reads_one_bucket(table_uri: str) -> None:
     splits = t.plan(filter=[("id", "=", 42)])
     assert len(splits) == 1
     assert pc.sum(t.read(filter=[("id", "=", 42)]).column("v")).as_py() == 43.0
+
+
+def test_partial_write_keeps_other_columns(table_uri: str) -> None:
+    t = make(table_uri)
+    t.write(data([1, 2]))
+    t.write(pa.table({"id": [1], "s": ["patched"]}), target_columns=["id", "s"])
+    got = as_dict(t.read())
+    assert got[1]["s"] == "patched" and got[1]["v"] == 2.0 and got[1]["dt"] == "a"
+    assert got[2]["s"] == "s2"
+    with pytest.raises(mt.SchemaError, match="primary key"):
+        t.write(pa.table({"s": ["x"]}), target_columns=["s"])
+
+
+@pytest.mark.parametrize("engine", ["first-row", "versioned"])
+def test_partial_write_rejected_by_first_row_and_versioned(table_uri: str, engine: str) -> None:
+    opts = {"merge-engine": engine}
+    if engine == "versioned":
+        opts["table.merge-engine.versioned.ver-column"] = "id"
+    t = mt.create_table(table_uri, SCHEMA, primary_key=["id"], options=opts)
+    with pytest.raises(mt.UnsupportedError, match="partial update"):
+        t.write(pa.table({"id": [1], "s": ["x"]}), target_columns=["id", "s"])
+
+
+def test_partial_write_needs_nullable_columns(table_uri: str) -> None:
+    schema = pa.schema([("id", pa.int64()), ("a", pa.int64(), False), ("b", pa.string())])
+    t = mt.create_table(table_uri, schema, primary_key=["id"])
+    with pytest.raises(mt.SchemaError, match="column a is NOT NULL"):
+        t.write(pa.table({"id": [1], "b": ["x"]}), target_columns=["id", "b"])
+
+
+def test_partial_write_on_very_wide_table_is_refused_not_lossy(table_uri: str) -> None:
+    fields = [pa.field("id", pa.int64())] + [pa.field(f"c{i}", pa.int32()) for i in range(80)]
+    t = mt.create_table(table_uri, pa.schema(fields), primary_key=["id"])
+    t.write(pa.table({"id": [1], **{f"c{i}": [i] for i in range(80)}}, schema=pa.schema(fields)))
+    with pytest.raises(mt.UnsupportedError, match="at most 63 columns"):
+        t.write(pa.table({"id": [1], "c5": [500]}), target_columns=["id", "c5"])
+    assert t.read().to_pylist()[0]["c70"] == 70

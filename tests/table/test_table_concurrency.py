@@ -27,7 +27,12 @@ def test_concurrent_processes_lose_nothing(table_uri: str) -> None:
         table_uri,
         SCHEMA,
         primary_key=["id"],
-        options={"bucket": "2", "commit.max-retries": "200", "commit.max-retry-wait": "200ms", "manifest.merge-min-count": "4"},
+        options={
+            "bucket": "2",
+            "commit.max-retries": "200",
+            "commit.max-retry-wait": "200ms",
+            "manifest.merge-min-count": "4",
+        },
     )
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=_writer, args=(table_uri, w)) for w in range(WRITERS)]

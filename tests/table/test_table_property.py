@@ -23,7 +23,9 @@ commit = st.lists(op, min_size=1, max_size=25)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(commits=st.lists(commit, min_size=1, max_size=6), buckets=st.integers(1, 4), buffer=st.sampled_from(["1kb", "64mb"]))
+@given(
+    commits=st.lists(commit, min_size=1, max_size=6), buckets=st.integers(1, 4), buffer=st.sampled_from(["1kb", "64mb"])
+)
 def test_reads_at_every_snapshot_match_the_oracle(
     commits: list[list[tuple[str, int, str, int | None]]], buckets: int, buffer: str
 ) -> None:

@@ -40,6 +40,21 @@ class MergeFunction(Protocol):
         ...
 
 
+WRITE_MASK_BITS = 63
+"""Columns at index 63 and above have no bit: they always count as written."""
+
+
+def write_mask(schema: TableSchema, columns: Sequence[str] | None = None) -> int:
+    """The ``_WRITE_MASK`` value of a row carrying ``columns`` (None: every column)."""
+    names = schema.column_names[:WRITE_MASK_BITS]
+    wanted = set(names if columns is None else columns)
+    mask = 0
+    for i, c in enumerate(names):
+        if c in wanted:
+            mask |= 1 << i
+    return mask
+
+
 Factory = Callable[[TableSchema], MergeFunction]
 _REGISTRY: dict[MergeEngine, Factory] = {}
 _VALIDATORS: dict[MergeEngine, Callable[[TableSchema], None]] = {}
