@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from mergetable.core.errors import DataFileError
 from mergetable.core.fileio import FileIO
 from mergetable.core.merge import MergeFunction
-from mergetable.core.merge.base import WRITE_MASK, write_mask
+from mergetable.core.merge.base import WRITE_MASK, drop_write_mask, with_write_mask
 from mergetable.core.predicates import Conjunct, restrict, to_expression
 from mergetable.core.rowkind import is_retract
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
@@ -94,8 +94,7 @@ class SplitReader:
         if not table.schema.equals(schema):
             table = table.cast(schema)
         if f.write_cols is not None and not plain:
-            mask = write_mask(self.schema, f.write_cols)
-            table = table.append_column(WRITE_MASK, pa.array(np.full(table.num_rows, mask, dtype=np.int64)))
+            table = with_write_mask(table, self.schema, f.write_cols)
         return table
 
     # -- sections -------------------------------------------------------------------------------
@@ -121,14 +120,11 @@ class SplitReader:
         else:
             tables = [self.read_file(split, f, self.key_filter) for r in ordered for f in r]
         if partial:
-            tables = [t if WRITE_MASK in t.schema.names else _with_full_mask(t, self.schema) for t in tables]
+            tables = [t if WRITE_MASK in t.schema.names else with_write_mask(t, self.schema) for t in tables]
         rows = _concat(tables, tables[0].schema if tables else self.read_schema)
         if rows.num_rows == 0:
             return rows
-        merged = self.merge_function.merge(rows, seq_ordered=seq_ordered)
-        if WRITE_MASK in merged.schema.names:
-            merged = merged.drop_columns([WRITE_MASK])
-        return merged
+        return drop_write_mask(self.merge_function.merge(rows, seq_ordered=seq_ordered))
 
     def read_split_kv(self, split: Split) -> Iterator[pa.Table]:
         for runs in split.sections:
@@ -177,8 +173,3 @@ def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
     if len(tables) == 1:
         return tables[0]
     return pa.concat_tables(tables)
-
-
-def _with_full_mask(table: pa.Table, schema: TableSchema) -> pa.Table:
-    full = write_mask(schema)
-    return table.append_column(WRITE_MASK, pa.array(np.full(table.num_rows, full, dtype=np.int64)))

@@ -11,7 +11,6 @@ import pyarrow.compute as pc
 
 from mergetable.core.errors import SchemaError, UnsupportedError
 from mergetable.core.hashing import bucket_of
-from mergetable.core.merge.base import WRITE_MASK_BITS
 from mergetable.core.options import MergeEngine
 from mergetable.core.rowkind import RowKind, kinds_from_strings
 from mergetable.core.schema import TableSchema
@@ -62,11 +61,6 @@ def conform(
         if missing_pk:
             raise SchemaError(
                 f"The target write columns {wanted} must contain the primary key columns {list(schema.primary_keys)}."
-            )
-        if len(arrow) > WRITE_MASK_BITS:
-            raise UnsupportedError(
-                f"partial writes (target_columns) support tables of at most {WRITE_MASK_BITS} columns; "
-                f"this table has {len(arrow)}"
             )
         engine = schema.table_options.merge_engine
         if engine in (MergeEngine.FIRST_ROW, MergeEngine.VERSIONED):

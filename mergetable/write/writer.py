@@ -11,7 +11,7 @@ import pyarrow as pa
 from mergetable.core.errors import MergeError, SchemaError
 from mergetable.core.fileio import FileIO
 from mergetable.core.merge import MergeFunction
-from mergetable.core.merge.base import WRITE_MASK, write_mask
+from mergetable.core.merge.base import drop_write_mask, with_write_mask
 from mergetable.core.options import ChangelogProducer, DeleteBehavior
 from mergetable.core.rowkind import RowKind, is_retract
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
@@ -115,11 +115,8 @@ class TableWriter:
             )
             self._changelog_files.setdefault(bucket_id, []).extend(files)
         if write_cols is not None:
-            mask = write_mask(self.schema, write_cols)
-            kv = kv.append_column(WRITE_MASK, pa.array(np.full(n, mask, dtype=np.int64)))
-        merged = self.merge_function.merge(kv, seq_ordered=True)
-        if WRITE_MASK in merged.schema.names:
-            merged = merged.drop_columns([WRITE_MASK])
+            kv = with_write_mask(kv, self.schema, write_cols)
+        merged = drop_write_mask(self.merge_function.merge(kv, seq_ordered=True))
         files = write_kv_files(self.fileio, self.schema, partition, bucket, merged, level=0, write_cols=write_cols)
         self._new_files.setdefault(bucket_id, []).extend(files)
 

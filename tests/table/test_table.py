@@ -257,10 +257,15 @@ def test_partial_write_needs_nullable_columns(table_uri: str) -> None:
         t.write(pa.table({"id": [1], "b": ["x"]}), target_columns=["id", "b"])
 
 
-def test_partial_write_on_very_wide_table_is_refused_not_lossy(table_uri: str) -> None:
-    fields = [pa.field("id", pa.int64())] + [pa.field(f"c{i}", pa.int32()) for i in range(80)]
-    t = mt.create_table(table_uri, pa.schema(fields), primary_key=["id"])
-    t.write(pa.table({"id": [1], **{f"c{i}": [i] for i in range(80)}}, schema=pa.schema(fields)))
-    with pytest.raises(mt.UnsupportedError, match="at most 63 columns"):
-        t.write(pa.table({"id": [1], "c5": [500]}), target_columns=["id", "c5"])
-    assert t.read().to_pylist()[0]["c70"] == 70
+def test_write_mask_covers_wide_tables(table_uri: str) -> None:
+    fields = [pa.field("id", pa.int64())] + [pa.field(f"c{i}", pa.int32()) for i in range(140)]
+    t = mt.create_table(table_uri, pa.schema(fields), primary_key=["id"], options={"write-only": "true"})
+    t.write(pa.table({"id": [1, 2], **{f"c{i}": [i, -i] for i in range(140)}}, schema=pa.schema(fields)))
+    t.write(pa.table({"id": [1], "c5": [500], "c130": [1300]}), target_columns=["id", "c5", "c130"])
+    t.write(pa.table({"id": [1], "c70": [700]}), target_columns=["id", "c70"])
+    rows = {r["id"]: r for r in t.read().to_pylist()}
+    assert (rows[1]["c5"], rows[1]["c70"], rows[1]["c130"]) == (500, 700, 1300)
+    assert (rows[1]["c4"], rows[1]["c69"], rows[1]["c139"]) == (4, 69, 139)
+    assert rows[2]["c70"] == -70
+    t.compact(full=True)
+    assert {r["id"]: r for r in t.read().to_pylist()} == rows

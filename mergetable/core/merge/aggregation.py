@@ -167,7 +167,7 @@ class Aggregation(EngineBase):
         ends_with_delete = retract[last]
         if masks is None:
             return ends_with_delete
-        full = (masks[last] & self.value_bits) == self.value_bits
+        full = self.covers(masks[last], self.value_bits)
         all_null = np.ones(layout.n_groups, dtype=bool)
         for c, arr in values.items():
             if c in self.schema.primary_keys:

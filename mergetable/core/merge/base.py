@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+import numpy as np
 import pyarrow as pa
 
 from mergetable.core.errors import OptionsError
@@ -41,18 +42,41 @@ class MergeFunction(Protocol):
 
 
 WRITE_MASK_BITS = 63
-"""Columns at index 63 and above have no bit: they always count as written."""
+"""Columns per mask word: column i is bit ``i % 63`` of word ``i // 63``."""
 
 
-def write_mask(schema: TableSchema, columns: Sequence[str] | None = None) -> int:
-    """The ``_WRITE_MASK`` value of a row carrying ``columns`` (None: every column)."""
-    names = schema.column_names[:WRITE_MASK_BITS]
-    wanted = set(names if columns is None else columns)
-    mask = 0
-    for i, c in enumerate(names):
+def write_mask_columns(schema: TableSchema) -> list[str]:
+    """Names of the mask words of a table: ``_WRITE_MASK``, then ``_WRITE_MASK_1`` … for wide tables."""
+    words = max(1, -(-len(schema.column_names) // WRITE_MASK_BITS))
+    return [WRITE_MASK, *(f"{WRITE_MASK}_{k}" for k in range(1, words))]
+
+
+def mask_bit(schema: TableSchema, column: str) -> tuple[int, int]:
+    """(word, bit) of ``column`` in the write mask."""
+    return divmod(schema.column_names.index(column), WRITE_MASK_BITS)
+
+
+def write_mask(schema: TableSchema, columns: Sequence[str] | None = None) -> list[int]:
+    """The mask words of a row carrying ``columns`` (None: every column)."""
+    words = [0] * len(write_mask_columns(schema))
+    wanted = set(schema.column_names if columns is None else columns)
+    for i, c in enumerate(schema.column_names):
         if c in wanted:
-            mask |= 1 << i
-    return mask
+            words[i // WRITE_MASK_BITS] |= 1 << (i % WRITE_MASK_BITS)
+    return words
+
+
+def with_write_mask(rows: pa.Table, schema: TableSchema, columns: Sequence[str] | None = None) -> pa.Table:
+    """``rows`` with constant mask columns for ``columns`` appended."""
+    n = rows.num_rows
+    for name, word in zip(write_mask_columns(schema), write_mask(schema, columns), strict=True):
+        rows = rows.append_column(name, pa.array(np.full(n, word, dtype=np.int64)))
+    return rows
+
+
+def drop_write_mask(rows: pa.Table) -> pa.Table:
+    names = [c for c in rows.column_names if c == WRITE_MASK or c.startswith(WRITE_MASK + "_")]
+    return rows.drop_columns(names) if names else rows
 
 
 Factory = Callable[[TableSchema], MergeFunction]

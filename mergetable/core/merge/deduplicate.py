@@ -34,14 +34,14 @@ class Deduplicate(EngineBase):
         rows = self.drop_deletes(rows, ignore=self.ignore_delete)
         layout = Layout.build(rows, self.keys, self.seq_fields, self.seq_descending, seq_ordered)
         masks = self.masks(layout)
-        if masks is None or bool(np.all((masks & self.value_bits) == self.value_bits)):
+        if masks is None or bool(self.covers(masks, self.value_bits).all()):
             return rows.take(pa.array(layout.phys(layout.last_pos)))
         return self._merge_masked(layout, masks)
 
     def _merge_masked(self, layout: Layout, masks: np.ndarray) -> pa.Table:
         kinds = layout.kinds
         retract = is_retract(kinds)
-        covers_all = (masks & self.value_bits) == self.value_bits
+        covers_all = self.covers(masks, self.value_bits)
         partial = retract & ~covers_all if self.partial_deletes else np.zeros(len(kinds), dtype=bool)
         full_delete = retract & ~partial
         last = layout.last_pos

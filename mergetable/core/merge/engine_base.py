@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from mergetable.core.errors import MergeError
 from mergetable.core.merge.arrays import scatter
-from mergetable.core.merge.base import WRITE_MASK
+from mergetable.core.merge.base import WRITE_MASK, mask_bit, write_mask, write_mask_columns
 from mergetable.core.merge.layout import Layout
 from mergetable.core.options import DeleteBehavior
 from mergetable.core.rowkind import RowKind, is_retract
@@ -42,11 +42,9 @@ class EngineBase:
         self.seq_fields: tuple[str, ...] = opts.sequence_field
         self.seq_descending = opts.sequence_field_sort_order.value == "descending"
         self.value_columns = [c for c in schema.column_names if c not in self.keys]
-        self.bits = {c: i for i, c in enumerate(schema.column_names)}
-        self.value_bits = 0
-        for c in self.value_columns:
-            if self.bits[c] < 63:
-                self.value_bits |= 1 << self.bits[c]
+        self.mask_columns = write_mask_columns(schema)
+        self.bits = {c: mask_bit(schema, c) for c in schema.column_names}
+        self.value_bits = np.array(write_mask(schema, self.value_columns), dtype=np.int64)
         self.delete_behavior = opts.delete_behavior
         self.nullable = {f.name: f.nullable for f in schema.arrow_schema}
 
@@ -82,26 +80,28 @@ class EngineBase:
         return rows
 
     # -- write masks --------------------------------------------------------------------------------
-    @staticmethod
-    def masks(layout: Layout) -> np.ndarray | None:
-        """The ``_WRITE_MASK`` of every position, or ``None`` when rows carry no mask."""
+    def masks(self, layout: Layout) -> np.ndarray | None:
+        """The mask words of every position (shape positions × words), or ``None`` when rows carry no mask."""
         if WRITE_MASK not in layout.rows.column_names:
             return None
-        return layout.numpy(WRITE_MASK).astype(np.int64, copy=False)
+        words = [layout.numpy(c).astype(np.int64, copy=False) for c in self.mask_columns]
+        return np.stack(words, axis=1)
+
+    def covers(self, masks: np.ndarray, bits: np.ndarray) -> np.ndarray:
+        """Per row of ``masks``: whether every bit of ``bits`` is set."""
+        return np.all((masks & bits) == bits, axis=-1)
 
     def written(self, masks: np.ndarray | None, column: str) -> np.ndarray | None:
         """Positions that wrote ``column`` (``None`` = all)."""
         if masks is None:
             return None
-        bit = self.bits[column]
-        if bit >= 63:
-            return None
-        return (masks & np.int64(1 << bit)) != 0
+        word, bit = self.bits[column]
+        return (masks[:, word] & np.int64(1 << bit)) != 0
 
     @staticmethod
     def or_masks(layout: Layout, masks: np.ndarray, select: np.ndarray | None = None) -> np.ndarray:
         """Bitwise OR of the masks of each group's (selected) positions."""
-        out = np.zeros(layout.n_groups, dtype=np.int64)
+        out = np.zeros((layout.n_groups, masks.shape[1]), dtype=np.int64)
         if select is None:
             np.bitwise_or.at(out, layout.gid, masks)
         else:
@@ -141,8 +141,9 @@ def assemble(
             col = values[name].cast(original.type)
         elif name == VALUE_KIND and kinds is not None:
             col = pa.array(kinds.astype(np.int8), pa.int8())
-        elif name == WRITE_MASK and masks is not None:
-            col = pa.array(masks.astype(np.int64), pa.int64())
+        elif masks is not None and (name == WRITE_MASK or name.startswith(WRITE_MASK + "_")):
+            word = 0 if name == WRITE_MASK else int(name.rsplit("_", 1)[1])
+            col = pa.array(masks[:, word].astype(np.int64), pa.int64())
         else:
             arrays.append(original.take(last_idx))
             continue

@@ -202,7 +202,7 @@ def fold_groups_scalar(
         for i in range(s, e):
             written = None
             if masks is not None:
-                written = frozenset(c for c in columns if engine.bits[c] >= 63 or (int(masks[i]) >> engine.bits[c]) & 1)
+                written = frozenset(c for c in columns if (int(masks[i, engine.bits[c][0]]) >> engine.bits[c][1]) & 1)
             records.append(Record(kinds[i], {c: py[c][i] for c in columns}, written))
         row, kind = fold_key(engine.cfg, columns, engine.nullable, records)
         for c in columns:
