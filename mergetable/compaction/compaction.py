@@ -11,6 +11,8 @@ rolls at ``target-file-size`` and keeps each key's ``_SEQUENCE_NUMBER``.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,11 +66,48 @@ def written_files(message: CommitMessage) -> list[DataFileMeta]:
     return result.written
 
 
+class _FileCache:
+    """Decoded files shared by the lookup compactions of this process, least recently used out first.
+
+    A lookup compaction reads the records of the new keys from every level above 0, at each commit; those
+    files rarely change between commits and never change in place (names are unique), so a long-running
+    writer keeps them decoded. Bounded by ``budget`` bytes (Paimon's ``lookup.cache-max-memory-size``).
+    """
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.tables: OrderedDict[tuple[str, str], pa.Table] = OrderedDict()
+        self.size = 0
+        self.lock = threading.Lock()
+
+    def get(self, key: tuple[str, str]) -> pa.Table | None:
+        with self.lock:
+            table = self.tables.get(key)
+            if table is not None:
+                self.tables.move_to_end(key)
+            return table
+
+    def put(self, key: tuple[str, str], table: pa.Table) -> None:
+        if table.nbytes > self.budget:
+            return
+        with self.lock:
+            if key in self.tables:
+                return
+            self.tables[key] = table
+            self.size += table.nbytes
+            while self.size > self.budget:
+                _, old = self.tables.popitem(last=False)
+                self.size -= old.nbytes
+
+
+LOOKUP_CACHE = _FileCache(256 << 20)
+
+
 class _CachingReader(SplitReader):
     """Reads the files of one compaction, keeping those ``keep`` selects so each is read once.
 
-    With ``keys`` set, only the records of those keys are returned (files not yet read are read with the
-    first key column pushed down to Parquet).
+    With ``keys`` set, only the records of those keys are returned (files not kept are taken from, or
+    decoded into, the process-wide :data:`LOOKUP_CACHE`).
     """
 
     def __init__(self, fileio: FileIO, schema: TableSchema, merge_function: MergeFunction) -> None:
@@ -84,9 +123,12 @@ class _CachingReader(SplitReader):
             return super().read_file(split, f, filter_expr, *args, **kwargs)
         table = self.tables.get(f.file_name)
         if table is None:
-            if self.keys is not None:
-                first = self.keys.column_names[0]
-                table = super().read_file(split, f, pc.field(first).isin(self.keys.column(0).combine_chunks()))
+            if self.keys is not None:  # a level above 0, looked up: decoded once per process
+                key = (self.fileio.uri, f.file_name)
+                table = LOOKUP_CACHE.get(key)
+                if table is None:
+                    table = super().read_file(split, f, None)
+                    LOOKUP_CACHE.put(key, table)
             else:
                 table = super().read_file(split, f, filter_expr)
                 if self.keep(f):

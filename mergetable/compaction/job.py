@@ -15,9 +15,11 @@ changed, deletes their files, compacts them again on the new snapshot and retrie
 from __future__ import annotations
 
 import logging
+import os
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,12 +107,24 @@ class CompactionJob:
         self.progress = progress or Progress()
 
     def _run_here(self, plans: Sequence[BucketPlan]) -> list[CommitMessage]:
-        out = []
-        for plan in plans:
-            message = run_plan(self.fileio, self.schema, self.merge_function, plan)
-            if not message.is_empty:
-                out.append(message)
-            self.progress.advance()
+        """Compact the planned buckets in this process, a few at a time (Parquet and Arrow release the GIL)."""
+        out: list[CommitMessage] = []
+        error: BaseException | None = None
+        workers = max(1, min(len(plans), os.cpu_count() or 1))
+        with ThreadPoolExecutor(workers, thread_name_prefix="mergetable-compact") as pool:
+            futures = [pool.submit(run_plan, self.fileio, self.schema, self.merge_function, p) for p in plans]
+            for future in as_completed(futures):
+                try:
+                    message = future.result()
+                except BaseException as exc:  # re-raised below, after the others finish
+                    error = error or exc
+                    continue
+                if not message.is_empty:
+                    out.append(message)
+                self.progress.advance()
+        if error is not None:
+            self._discard(out)
+            raise error
         return out
 
     # -- planning -------------------------------------------------------------------------------------
