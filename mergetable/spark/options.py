@@ -120,7 +120,7 @@ class ReadOptions:
     filter: list[Conjunct] | None = None
     pushdown: str = "auto"
     split_size: int = 128 << 20
-    batch_size: int = 64 * 1024
+    batch_size: int = 256 * 1024
     time_travel: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -148,7 +148,7 @@ class ReadOptions:
         for k in _SPLIT_SIZE_KEYS:
             if k in opts:
                 split_size = _positive(k, opts[k], parse_memory_size)
-        batch_size = _positive("batch-size", opts["batch-size"], int) if "batch-size" in opts else 64 * 1024
+        batch_size = _positive("batch-size", opts["batch-size"], int) if "batch-size" in opts else 256 * 1024
         return cls(
             uri=table_uri(opts),
             storage=storage_options(opts),

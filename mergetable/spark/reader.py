@@ -62,7 +62,7 @@ class MergeTableReader(DataSourceReader):
         schema: StructType,
         dnf: list[Conjunct] | None = None,
         split_size: int = 128 << 20,
-        batch_size: int = 64 * 1024,
+        batch_size: int = 256 * 1024,
     ) -> None:
         self.table = table
         self.snapshot_id = snapshot_id

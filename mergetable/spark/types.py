@@ -117,14 +117,29 @@ def _check_spark_type(dt: T.DataType, column: str) -> None:
             _check_spark_type(f.dataType, column)
 
 
+def as_nullable(dt: T.DataType) -> T.DataType:
+    """``dt`` with every field, element and map value nullable (Spark's ``asNullable``)."""
+    if isinstance(dt, T.StructType):
+        return T.StructType([T.StructField(f.name, as_nullable(f.dataType), True, f.metadata) for f in dt.fields])
+    if isinstance(dt, T.ArrayType):
+        return T.ArrayType(as_nullable(dt.elementType), True)
+    if isinstance(dt, T.MapType):
+        return T.MapType(as_nullable(dt.keyType), as_nullable(dt.valueType), True)
+    return dt
+
+
 def arrow_schema_of(schema: T.StructType) -> pa.Schema:
     """The Arrow schema of a new table created from a DataFrame with Spark schema ``schema``.
 
-    TIMESTAMP becomes ``TIMESTAMP(6) WITH LOCAL TIME ZONE`` and TIMESTAMP_NTZ becomes ``TIMESTAMP(6)``.
+    Every column is nullable (the primary key becomes NOT NULL when the table is created): a DataFrame's
+    nullability is incidental (a literal is NOT NULL), as Spark's file sources treat it. TIMESTAMP becomes
+    ``TIMESTAMP(6) WITH LOCAL TIME ZONE`` and TIMESTAMP_NTZ becomes ``TIMESTAMP(6)``.
     """
     for f in schema.fields:
         _check_spark_type(f.dataType, f.name)
-    return spark_arrow_schema(schema)
+    nullable = as_nullable(schema)
+    assert isinstance(nullable, T.StructType)
+    return spark_arrow_schema(nullable)
 
 
 def _compatible(have: pa.DataType, want: pa.DataType) -> bool:
@@ -187,6 +202,7 @@ def check_write_schema(
 __all__ = [
     "arrow_schema_of",
     "arrow_type_to_spark",
+    "as_nullable",
     "check_write_schema",
     "conform_for_spark",
     "spark_arrow_schema",

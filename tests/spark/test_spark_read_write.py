@@ -21,6 +21,7 @@ import mergetable.spark as mts
 from mergetable.core.merge.base import _REGISTRY
 from mergetable.core.options import MergeEngine
 from mergetable.metadata.models import CommitKind
+from mergetable.spark.types import as_nullable
 from mergetable.spark.writer import STAGING_DIR
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
@@ -110,7 +111,10 @@ def test_round_trip_of_every_supported_type(spark: SparkSession, tmp_path: Path)
     df = spark.createDataFrame(_all_types_rows(), ALL_TYPES)
     df.write.format("mergetable").mode("append").option("primary-key", "id").save(uri)
     back = _read(spark, uri)
-    assert back.schema == ALL_TYPES
+    expected = as_nullable(ALL_TYPES)  # a new table's columns are nullable, except the primary key
+    assert isinstance(expected, T.StructType)
+    expected.fields[0].nullable = False
+    assert back.schema == expected
     assert _sorted(back.collect()) == _sorted(df.collect())
     stored = mt.open_table(uri).schema
     assert stored.field("ts").type == pa.timestamp("us", tz="UTC")
