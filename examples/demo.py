@@ -5,7 +5,7 @@
    ``orders`` (deduplicate: last write wins), ``customer_stats`` (aggregation: sum, max, last_non_null_value
    and an HLL sketch of distinct products) and ``order_facts`` (partial-update: two sources fill one wide row).
 3. Read them back with Spark, time-travel to the first snapshot, list the snapshots.
-4. Compact ``orders`` and read its changelog with the Python API.
+4. Compact ``order_facts`` with a Spark compaction job, and read the changelog of ``orders``' update commit.
 Everything goes to ``demo-output/`` (deleted at start).
 """
 
@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 
 import mergetable as mt
 import mergetable.spark as mts
+from mergetable.spark.compact import compact
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "demo-output"
@@ -137,7 +138,7 @@ def main() -> None:
             name, kind = Path(uri).name, s.commit_kind.value
             print(f"  {name:15} #{s.id} {kind:9} {s.delta_record_count:>+7} records  by {s.commit_user}")
 
-    step("Compaction (writes trigger it: COMPACT snapshots above), a full one of order_facts; a changelog")
+    step("Compaction (writes trigger it: COMPACT above); a full one of order_facts as a Spark job; a changelog")
     facts = mt.open_table(FACTS)
 
     def files_per_level() -> str:
@@ -145,7 +146,7 @@ def main() -> None:
         return ", ".join(f"{n} at level {lvl}" for lvl, n in sorted(levels.items()))
 
     print(f"  order_facts files: {files_per_level()}")
-    facts.compact(full=True)
+    compact(spark, FACTS, full=True)  # one task per bucket, one COMPACT commit
     print(f"  after a full compaction: {files_per_level()} ({facts.read().num_rows:,} rows)")
     table = mt.open_table(ORDERS)
     writes = [s.id for s in table.snapshots() if s.commit_kind is not mt.metadata.models.CommitKind.COMPACT]
