@@ -22,24 +22,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from bench_core import SCHEMA, batch
 
 import mergetable as mt
 from mergetable.write.files import data_file_path
-
-SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.float64()), ("s", pa.string()), ("n", pa.int32())])
-
-
-def batch(rng: np.random.Generator, ids: np.ndarray) -> pa.Table:
-    n = len(ids)
-    return pa.table(
-        {
-            "id": ids,
-            "v": rng.random(n),
-            "s": pa.array(np.char.add("val-", (ids % 100_000).astype(str))),
-            "n": rng.integers(0, 1000, n, dtype=np.int32),
-        },
-        schema=SCHEMA,
-    )
 
 
 def upserts(rng: np.random.Generator, commits: int, rows: int, start: int = 0) -> list[pa.Table]:

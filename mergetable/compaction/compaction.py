@@ -297,18 +297,19 @@ class _Task:
                     rows = rows.filter(pa.array(~retract))
             parts.append(rows)
             self.result.before.extend(f for run in section for f in run)
-        rows = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        self.result.after.extend(self._write(pa.concat_tables(parts) if len(parts) > 1 else parts[0]))
+
+    def _write(self, rows: pa.Table, changelog: bool = False) -> list[DataFileMeta]:
         owner = self.owner
-        self.result.after.extend(
-            write_kv_files(
-                owner.fileio,
-                owner.schema,
-                self.partition,
-                self.bucket,
-                rows,
-                self.output_level,
-                file_source=FileSource.COMPACT,
-            )
+        return write_kv_files(
+            owner.fileio,
+            owner.schema,
+            self.partition,
+            self.bucket,
+            rows,
+            self.output_level,
+            file_source=FileSource.COMPACT,
+            changelog=changelog,
         )
 
     # -- changelog --------------------------------------------------------------------------------------
@@ -353,17 +354,4 @@ class _Task:
     def _write_changelog(self) -> None:
         if not self._changelog_parts:
             return
-        owner = self.owner
-        rows = pa.concat_tables(self._changelog_parts)
-        self.result.changelog.extend(
-            write_kv_files(
-                owner.fileio,
-                owner.schema,
-                self.partition,
-                self.bucket,
-                rows,
-                self.output_level,
-                file_source=FileSource.COMPACT,
-                changelog=True,
-            )
-        )
+        self.result.changelog.extend(self._write(pa.concat_tables(self._changelog_parts), changelog=True))

@@ -81,7 +81,7 @@ def delta_splits(
     end = snapshots[-1].id if snapshots else 0
     cmp = KeyComparator(planner.key_types)
     splits = []
-    for (partition, bucket), group in sorted(by_bucket.items(), key=lambda kv: (_part_key(kv[0][0]), kv[0][1])):
+    for (partition, bucket), group in sorted(by_bucket.items(), key=lambda kv: bucket_order(kv[0])):
         sections = interval_partition([e.file for e in group], cmp)
         splits.append(
             Split(end, partition, bucket, tuple(tuple(tuple(r) for r in s) for s in sections), group[0].total_buckets)
@@ -132,8 +132,10 @@ def _with_kind(reader: SplitReader, kv: pa.Table) -> pa.Table:
     return out.append_column(pa.field(ROW_KIND, pa.string(), False), kinds)
 
 
-def _part_key(p: tuple[str | None, ...]) -> tuple[str, ...]:
-    return tuple("" if v is None else v for v in p)
+def bucket_order(bucket_id: tuple[tuple[str | None, ...], int]) -> tuple[tuple[str, ...], int]:
+    """Sort key of a (partition, bucket): partitions by their values (null first), then bucket."""
+    partition, bucket = bucket_id
+    return tuple("" if v is None else v for v in partition), bucket
 
 
 __all__ = ["ROW_KIND", "delta_splits", "read_changelog", "resolve_range", "snapshots_between"]

@@ -27,6 +27,7 @@ from mergetable.commit.committer import Committer
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.snapshots import SnapshotManager
 from mergetable.compaction.compaction import BucketCompactor, written_files
+from mergetable.compaction.incremental import bucket_order
 from mergetable.core.errors import CommitConflictError, CommitStateUnknownError, SchemaError, SnapshotNotFoundError
 from mergetable.core.fileio import FileIO
 from mergetable.core.merge import MergeFunction
@@ -181,7 +182,7 @@ class CompactionJob:
             latest = self.snapshots.latest()
             buckets = {b: es for b, es in self.buckets(latest).items() if select(b)}
             self._drop_stale(kept, buckets)
-            todo = [es for b, es in sorted(buckets.items(), key=_order) if b not in kept]
+            todo = [buckets[b] for b in sorted(buckets, key=bucket_order) if b not in kept]
             plans = [p for p in (self.plan(es, full) for es in todo) if p is not None]
             if not started:
                 self.progress.start(len(plans))
@@ -313,8 +314,3 @@ def partition_selector(
 
 def _upper_files(entries: Iterable[ManifestEntry]) -> frozenset[tuple[str, int]]:
     return frozenset((e.file.file_name, e.file.level) for e in entries if e.file.level > 0)
-
-
-def _order(item: tuple[BucketId, object]) -> tuple[tuple[str, ...], int]:
-    (partition, bucket), _ = item
-    return tuple("" if v is None else v for v in partition), bucket
