@@ -20,12 +20,22 @@ def spark() -> Any:
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
 
-    # the session is shared with the other Spark tests of the run (getOrCreate), so it is not stopped here
+    # Shared with the other Spark tests of the run (getOrCreate) and configured like theirs
+    # (tests/spark/conftest.py), so it is not stopped here.
+    quiet = Path(__file__).parents[1] / "spark" / "log4j2-quiet.properties"
+    java = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+    if quiet.exists():
+        java = f"-Dlog4j2.configurationFile=file:{quiet} {java}"
     return (
         SparkSession.builder.master("local[2]")
+        .appName("mergetable-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.driver.memory", "2g")
+        .config("spark.driver.extraJavaOptions", java)
+        .config("spark.sql.session.timeZone", "UTC")
         .getOrCreate()
     )
 
