@@ -6,7 +6,8 @@
 * write: ``df.write.format("mergetable")`` of a new table vs ``df.write.parquet`` of the same DataFrame
   (target >= 0.5x).
 
-Each figure is the best of 3 after a warm-up run. A ratio is native time / mergetable time (1.0 = as fast).
+Each figure is the best of 3 after a warm-up run, native and mergetable runs alternating. A ratio is
+native time / mergetable time (1.0 = as fast).
 
 Run: ``python benchmarks/bench_spark.py [--rows 2000000]``.
 """
@@ -49,15 +50,20 @@ def session() -> Any:
     )
 
 
-def best(fn: Callable[[], Any], repeat: int = 3) -> float:
-    """Best wall time of ``repeat`` runs after one warm-up run."""
-    fn()
-    times = []
+def best_pair(native: Callable[[], Any], ours: Callable[[], Any], repeat: int = 3) -> tuple[float, float]:
+    """Best wall times of ``repeat`` runs of each, after a warm-up run of each.
+
+    The runs alternate (native, ours, native, ours, ...) so that a change in machine load hits both alike.
+    """
+    native()
+    ours()
+    times: tuple[list[float], list[float]] = ([], [])
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+        for fn, out in ((native, times[0]), (ours, times[1])):
+            t0 = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - t0)
+    return min(times[0]), min(times[1])
 
 
 def frame(spark: Any, rows: int) -> Any:
@@ -102,8 +108,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             ).save(str(path))
             shutil.rmtree(path)
 
-        native_w = best(write_native)
-        ours_w = best(write_ours)
+        native_w, ours_w = best_pair(write_native, write_ours)
         results.update(write_native_s=native_w, write_mergetable_s=ours_w, write_ratio=native_w / ours_w)
         print(f"  write: native parquet {native_w:.2f}s, mergetable {ours_w:.2f}s -> {native_w / ours_w:.2f}x native")
 
@@ -118,8 +123,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         ours_df = spark.read.format("mergetable").load(uri)
         native_df = spark.read.parquet(*files)
         assert full_scan(ours_df) == full_scan(native_df.select("id", "v", "s"))
-        native_r = best(lambda: full_scan(native_df))
-        ours_r = best(lambda: full_scan(ours_df))
+        native_r, ours_r = best_pair(lambda: full_scan(native_df), lambda: full_scan(ours_df))
         results.update(read_native_s=native_r, read_mergetable_s=ours_r, read_ratio=native_r / ours_r)
         print(
             f"  read of a compacted table ({len(files)} files): native parquet {native_r:.2f}s, "

@@ -103,7 +103,7 @@ class MergeTableDataSource(DataSource):
 
 
 def _typed(pred: tuple[str, str, Any], table: Table) -> tuple[str, str, Any]:
-    """A JSON filter literal converted to its column's type (dates and timestamps arrive as strings)."""
+    """A JSON filter literal converted to its column's type (dates, timestamps and decimals may be strings)."""
     import pyarrow as pa
 
     column, op, value = pred
@@ -113,8 +113,8 @@ def _typed(pred: tuple[str, str, Any], table: Table) -> tuple[str, str, Any]:
         if v is None:
             raise OptionsError("filter", f"null literal for column '{column}' (use IS NULL in Spark instead)")
         try:
-            return pa.scalar(v).cast(t).as_py() if isinstance(v, str) and not pa.types.is_string(t) else v
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            return pa.scalar(v).cast(t).as_py()
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
             raise OptionsError("filter", f"'{v}' is not a valid {t} for column '{column}': {exc}") from None
 
     if op in ("in", "not in"):
