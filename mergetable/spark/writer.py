@@ -53,7 +53,7 @@ class WriteJob:
     uri: str
     storage: dict[str, Any] | None
     schema: TableSchema
-    """The table schema as the job writes it (job file prefixes and per-write overrides in its options)."""
+    """The table schema with the write's option overrides (never persisted); commits use it."""
     overwrite: bool
     create: bool
     job_id: str
@@ -68,14 +68,23 @@ class WriteJob:
 
     @property
     def file_prefixes(self) -> tuple[str, str]:
+        """Name prefixes of the data and changelog files the job's tasks write."""
         opts = self.schema.table_options
-        return opts.data_file_prefix, opts.changelog_file_prefix
+        tag = _job_tag(self.job_id)
+        return opts.data_file_prefix + tag, opts.changelog_file_prefix + tag
 
     def fileio(self) -> FileIO:
         return FileIO(self.uri, self.storage)
 
     def table(self) -> Table:
+        """The table as commits (and the compactions they trigger) see it: ordinary file names."""
         return Table(self.fileio(), self.schema)
+
+    def task_table(self) -> Table:
+        """The table as the job's tasks write it: files named with the job's prefixes."""
+        data, changelog = self.file_prefixes
+        options = {**self.schema.options, "data-file.prefix": data, "changelog-file.prefix": changelog}
+        return Table(self.fileio(), _with_options(self.schema, options))
 
 
 @dataclass
@@ -101,17 +110,12 @@ def _marker_name(partition_id: int, attempt: int, task_attempt_id: int) -> str:
     return f"{partition_id}-{attempt}-{task_attempt_id}"
 
 
-def _job_schema(schema: TableSchema, job_id: str, overrides: dict[str, str]) -> TableSchema:
-    """``schema`` with the job's file-name prefixes and the write's option overrides (never persisted)."""
-    opts = schema.table_options
-    tag = f"{job_id[:16]}-"
-    options = {
-        **schema.options,
-        **overrides,
-        "data-file.prefix": opts.data_file_prefix + tag,
-        "changelog-file.prefix": opts.changelog_file_prefix + tag,
-    }
-    # a fresh model: model_copy would carry the cached option view over
+def _job_tag(job_id: str) -> str:
+    return f"{job_id[:16]}-"
+
+
+def _with_options(schema: TableSchema, options: dict[str, str]) -> TableSchema:
+    """``schema`` with other options (a fresh model: ``model_copy`` would keep the cached option view)."""
     return TableSchema.model_validate({**schema.model_dump(), "options": options})
 
 
@@ -132,7 +136,7 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
         return WriteJob(
             uri=wo.uri,
             storage=wo.storage,
-            schema=_job_schema(table.table_schema, job_id, overrides),
+            schema=_with_options(table.table_schema, {**table.table_schema.options, **overrides}),
             overwrite=overwrite,
             create=False,
             job_id=job_id,
@@ -151,7 +155,7 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
     return WriteJob(
         uri=wo.uri,
         storage=wo.storage,
-        schema=_job_schema(created, job_id, {}),
+        schema=created,
         overwrite=overwrite,
         create=True,
         job_id=job_id,
@@ -183,7 +187,7 @@ class MergeTableWriter(DataSourceArrowWriter):
         fileio = job.fileio()
         marker = fileio.join(STAGING_DIR, job.job_id, _marker_name(partition_id, attempt, task_attempt_id))
         fileio.write_bytes(marker, b"")
-        writer = job.table().new_writer()
+        writer = job.task_table().new_writer()
         rows = 0
         try:
             pending: list[pa.RecordBatch] = []
@@ -263,7 +267,7 @@ class MergeTableWriter(DataSourceArrowWriter):
             job.schema.partition_keys,
         ):
             raise SchemaError(f"another writer created the table at {job.uri} with a different schema meanwhile")
-        return Table(created.fileio, _job_schema(ts, job.job_id, {}))
+        return Table(created.fileio, ts)
 
     def _committed_files(self, fileio: FileIO) -> set[str]:
         """Names of the job's files in the job's published snapshot(s), if the commit landed."""
@@ -319,13 +323,23 @@ def choose_attempts(messages: Sequence[WriterCommitMessage | None]) -> tuple[lis
 
 
 def sweep_job_files(fileio: FileIO, job: WriteJob, keep: set[str]) -> list[str]:
-    """Delete every file of ``job`` under the table (found by its file-name prefixes) not in ``keep``."""
+    """Delete every file of ``job`` under the table (found by its file-name prefixes) not in ``keep``.
+
+    Files live in the latest snapshot are never deleted, whatever ``keep`` says.
+    """
     prefixes = job.file_prefixes
-    doomed = []
+    candidates = []
     for path, _ in fileio.walk_files(fileio.root):
         name = path.rsplit("/", 1)[-1]
         if name.startswith(prefixes) and name not in keep:
-            doomed.append(path)
+            candidates.append(path)
+    if not candidates:
+        return []
+    live: set[str] = set()
+    if table_exists(job.uri, job.storage):
+        table = job.table()
+        live = {f.file_name for _, _, f in table.files()}
+    doomed = [p for p in candidates if p.rsplit("/", 1)[-1] not in live]
     fileio.delete_quietly(doomed)
     return doomed
 

@@ -22,6 +22,7 @@ from pyspark.sql.datasource import (
 
 import mergetable as mt
 from mergetable.core.errors import OptionsError, SchemaError, UnsupportedError
+from mergetable.metadata.models import CommitKind
 from mergetable.spark.filters import and_dnf, split_filters, to_predicate
 from mergetable.spark.options import ReadOptions, WriteOptions, parse_filter, restore_field_case, storage_options
 from mergetable.spark.reader import created_for_pushdown
@@ -324,3 +325,19 @@ def test_write_task_messages_are_picklable(tmp_path: Path) -> None:
     again = pickle.loads(pickle.dumps(msg))
     assert isinstance(again, TaskCommit) and again.file_names == msg.file_names
     assert pickle.loads(pickle.dumps(writer)).job == writer.job
+
+
+def test_compaction_triggered_by_the_commit_survives_the_sweep(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    opts = {"path": uri, "primary-key": "id", "num-sorted-run.compaction-trigger": "2"}
+    writer = MergeTableWriter(plan_write(opts, DF_SCHEMA, False))
+    tasks = [writer.write_task(_batches(range(i * 10, i * 10 + 10), "a"), i, 0, i) for i in range(3)]
+    writer.write_task(_batches(range(10), "x"), 0, 1, 99)  # a losing attempt: the commit sweeps the job's files
+    writer.commit(tasks)
+    table = mt.open_table(uri)
+    assert any(s.commit_kind is CommitKind.COMPACT for s in table.snapshots())
+    assert table.read().sort_by("id").column("id").to_pylist() == list(range(30))
+    prefix = writer.job.file_prefixes[0]
+    assert not any(f.file_name.startswith(prefix) for _, _, f in table.files())  # compaction output: plain names
+    writer.abort(tasks)  # even after a late abort
+    assert mt.open_table(uri).read().num_rows == 30
