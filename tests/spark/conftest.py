@@ -6,6 +6,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.spark)
 
 
-def quiet_session(app: str = "mergetable-tests", test_jvm: bool = True):  # type: ignore[no-untyped-def]
+def quiet_session(app: str = "mergetable-tests", test_jvm: bool = True) -> Any:
     """A local[2] session: no UI, 2 shuffle partitions, errors-only logging, fast-starting JVM flags."""
     from pyspark.sql import SparkSession
 
@@ -45,7 +46,7 @@ def quiet_session(app: str = "mergetable-tests", test_jvm: bool = True):  # type
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[object]:
+def spark() -> Iterator[Any]:
     session = quiet_session()
     yield session
     session.stop()
