@@ -191,8 +191,9 @@ class Table:
         for m in messages:
             if m is None:
                 continue
+            upgraded = {f.file_name for f in m.compact_before}  # same file at a new level: still referenced
             for f in (*m.new_files, *m.changelog_files, *m.compact_after, *m.compact_changelog_files):
-                if f.file_name not in live:
+                if f.file_name not in live and f.file_name not in upgraded:
                     doomed.append(data_file_path(self.fileio, self.table_schema, m.partition, m.bucket, f.file_name))
         self.fileio.delete_quietly(doomed)
 

@@ -303,7 +303,8 @@ class TableSchema(JsonModel):
             raise SchemaError("column not found in table schema", column) from None
 
     def with_options(self, options: dict[str, str]) -> TableSchema:
-        return self.model_copy(update={"options": options})
+        """A copy with other options (validated; derived views are recomputed, not copied)."""
+        return TableSchema.model_validate({**self.model_dump(), "options": TableOptions.from_map(options).to_map()})
 
 
 def _is_partition_type(t: pa.DataType) -> bool:

@@ -269,3 +269,23 @@ def test_write_mask_covers_wide_tables(table_uri: str) -> None:
     assert rows[2]["c70"] == -70
     t.compact(full=True)
     assert {r["id"]: r for r in t.read().to_pylist()} == rows
+
+
+def test_with_options_recomputes_typed_options(table_uri: str) -> None:
+    t = make(table_uri, **{"write-only": "true"})
+    assert t.table_schema.table_options.write_only
+    changed = t.table_schema.with_options({**t.options, "write-only": "false"})
+    assert changed.table_options.write_only is False
+    with pytest.raises(mt.OptionsError):
+        t.table_schema.with_options({"bucket": "zero"})
+
+
+def test_abort_keeps_upgraded_files(table_uri: str) -> None:
+    t = make(table_uri, **{"bucket": "1", "write-only": "true"})
+    t.write(data([1, 2]))
+    (partition, bucket, f), *_ = t.files()
+    message = mt.CommitMessage(
+        partition=partition, bucket=bucket, total_buckets=1, compact_before=(f,), compact_after=(f.upgrade(5),)
+    )
+    t.abort([message, None])
+    assert t.read().num_rows == 2
