@@ -4,12 +4,14 @@
 >>> df.write.format("mergetable").mode("append").option("primary-key", "id").save(uri)  # doctest: +SKIP
 >>> import mergetable.spark as mts
 >>> mts.write(df, uri, primary_key="id", bucket=4)                                 # doctest: +SKIP
+>>> mts.compact(spark, uri, full=True)                                             # doctest: +SKIP
 
 Installing the package registers the format in every SparkSession (through the top-level
 ``pyspark_mergetable`` module); :func:`register` does it explicitly. See ``docs/spark.md``.
 """
 
 from mergetable.spark.api import read, register, write
+from mergetable.spark.compact import compact
 from mergetable.spark.source import DefaultSource, MergeTableDataSource
 
-__all__ = ["DefaultSource", "MergeTableDataSource", "read", "register", "write"]
+__all__ = ["DefaultSource", "MergeTableDataSource", "compact", "read", "register", "write"]
