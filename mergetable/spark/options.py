@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mergetable.core.errors import OptionsError
-from mergetable.core.options import TableOptions, normalize_option_keys, parse_bool, parse_list, parse_memory_size
+from mergetable.core.options import TableOptions, normalize_option_keys, parse_list, parse_memory_size
 from mergetable.core.predicates import Conjunct
 
 STORAGE_PREFIX = "storage."
@@ -317,13 +317,6 @@ def restore_field_case(key: str, columns: list[str]) -> str:
         names = [lowered.get(n.strip(), n.strip()) for n in head.split(",")]
         return "fields." + ",".join(names) + "." + ".".join(parts[1:])
     return key
-
-
-def parse_bool_option(key: str, value: str) -> bool:
-    try:
-        return parse_bool(value)
-    except ValueError as exc:
-        raise OptionsError(key, str(exc)) from None
 
 
 __all__ = [

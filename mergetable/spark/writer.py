@@ -84,7 +84,7 @@ class WriteJob:
         """The table as the job's tasks write it: files named with the job's prefixes."""
         data, changelog = self.file_prefixes
         options = {**self.schema.options, "data-file.prefix": data, "changelog-file.prefix": changelog}
-        return Table(self.fileio(), _with_options(self.schema, options))
+        return Table(self.fileio(), self.schema.with_options(options))
 
 
 @dataclass
@@ -114,11 +114,6 @@ def _job_tag(job_id: str) -> str:
     return f"{job_id[:16]}-"
 
 
-def _with_options(schema: TableSchema, options: dict[str, str]) -> TableSchema:
-    """``schema`` with other options (a fresh model: ``model_copy`` would keep the cached option view)."""
-    return TableSchema.model_validate({**schema.model_dump(), "options": options})
-
-
 def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> WriteJob:
     """Validate a write on the driver (before any task runs) and describe the job."""
     columns = list(schema.fieldNames())
@@ -136,7 +131,7 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
         return WriteJob(
             uri=wo.uri,
             storage=wo.storage,
-            schema=_with_options(table.table_schema, {**table.table_schema.options, **overrides}),
+            schema=table.table_schema.with_options({**table.table_schema.options, **overrides}),
             overwrite=overwrite,
             create=False,
             job_id=job_id,
