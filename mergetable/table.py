@@ -6,6 +6,7 @@ Orchestration only; the work is done by the write, commit and read tiers.
 from __future__ import annotations
 
 import itertools
+import logging
 import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -46,6 +47,7 @@ from mergetable.write.input import RowKindArg, to_arrow_table
 from mergetable.write.writer import TableWriter
 
 _identifiers = itertools.count(1)
+log = logging.getLogger(__name__)
 
 
 def create_table(
@@ -181,7 +183,10 @@ class Table:
             raise
         touched = {(m.partition, m.bucket) for m in messages if m.new_files}
         if snaps and touched:
-            self.compaction_job().after_write(touched, snaps[-1].commit_identifier)
+            try:
+                self.compaction_job().after_write(touched, snaps[-1].commit_identifier)
+            except (MergeTableError, OSError) as exc:  # the data is committed: do not report the write as failed
+                log.warning("compaction after snapshot %d failed and was skipped: %s", snaps[-1].id, exc)
         return snaps[-1] if snaps else None
 
     def abort(self, messages: Sequence[CommitMessage | None]) -> None:

@@ -146,6 +146,10 @@ class SplitReader:
 
         At most ``2 * workers`` splits are in flight, so memory stays bounded for streaming scans.
         """
+        if isinstance(splits, Sequence) and len(splits) <= 1:
+            for split in splits:
+                yield from self.read_split(split)
+            return
         workers = workers or min(8, os.cpu_count() or 1)
         pending: deque[Future[list[pa.Table]]] = deque()
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mergetable-read") as pool:

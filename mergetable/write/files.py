@@ -17,8 +17,14 @@ from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from mergetable.metadata.models import DataFileMeta, FileSource
 from mergetable.metadata.stats import column_stats, key_row
 
-ROW_GROUP_ROWS = 128 * 1024
+ROW_GROUP_ROWS = 64 * 1024
 _PARQUET_COMPRESSION = {"none": "none", "uncompressed": "none"}
+
+
+def _dictionary_columns(schema: pa.Schema) -> list[str]:
+    """Dictionary-encode only strings and binaries: numbers and sequence numbers rarely repeat, and
+    encoding them costs write time and space."""
+    return [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_binary(f.type)]
 
 
 def data_dir(fileio: FileIO, schema: TableSchema, partition: tuple[str | None, ...], bucket: int) -> str:
@@ -68,6 +74,7 @@ def write_kv_files(
                 compression=compression,
                 compression_level=opts.file_compression_level,
                 write_statistics=True,
+                use_dictionary=_dictionary_columns(schema.file_schema),
             )
             end = start
             try:
