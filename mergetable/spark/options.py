@@ -33,6 +33,7 @@ _TIME_TRAVEL = {
     "version": ("version", "scan.version", "versionasof"),
 }
 _SPLIT_SIZE_KEYS = ("split.target-size", "source.split.target-size")
+_INCREMENTAL_KEYS = ("incremental-between", "scan.incremental-between")
 READ_KEYS = frozenset(
     {
         "path",
@@ -40,6 +41,7 @@ READ_KEYS = frozenset(
         "filter",
         "pushdown",
         "batch-size",
+        *_INCREMENTAL_KEYS,
         STORAGE_JSON,
         *_SPLIT_SIZE_KEYS,
         *(k for keys in _TIME_TRAVEL.values() for k in keys),
@@ -122,6 +124,7 @@ class ReadOptions:
     split_size: int = 128 << 20
     batch_size: int = 256 * 1024
     time_travel: dict[str, str] = field(default_factory=dict)
+    incremental_between: tuple[int | str, int | str] | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
@@ -138,6 +141,9 @@ class ReadOptions:
                     travel[canonical] = opts[s]
         if len(travel) > 1:
             raise OptionsError(sorted(travel)[1], f"give only one time-travel option, got {sorted(travel)}")
+        incremental = _incremental(opts)
+        if incremental is not None and travel:
+            raise OptionsError("incremental-between", f"cannot be combined with {sorted(travel)[0]}")
         columns = parse_list(opts["columns"]) if "columns" in opts else None
         if columns is not None and not columns:
             raise OptionsError("columns", "is empty")
@@ -158,7 +164,21 @@ class ReadOptions:
             split_size=split_size,
             batch_size=batch_size,
             time_travel=travel,
+            incremental_between=incremental,
         )
+
+
+def _incremental(opts: dict[str, str]) -> tuple[int | str, int | str] | None:
+    """``incremental-between='start,end'``: snapshot ids or tag names, start exclusive (Paimon's spelling)."""
+    found = [(k, opts[k]) for k in _INCREMENTAL_KEYS if k in opts]
+    if not found:
+        return None
+    key, value = found[0]
+    parts = [p.strip() for p in value.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise OptionsError(key, f"expected 'start,end' (snapshot ids or tag names), got '{value}'")
+    a, b = (int(p) if p.isdigit() else p for p in parts)
+    return a, b
 
 
 def _positive(key: str, value: str, parse: Any) -> int:

@@ -63,8 +63,10 @@ class MergeTableReader(DataSourceReader):
         dnf: list[Conjunct] | None = None,
         split_size: int = 128 << 20,
         batch_size: int = 256 * 1024,
+        incremental_between: tuple[int | str, int | str] | None = None,
     ) -> None:
         self.table = table
+        self.incremental_between = incremental_between
         self.snapshot_id = snapshot_id
         self.columns: list[str] = list(schema.fieldNames())
         self.target: pa.Schema = spark_arrow_schema(schema)
@@ -73,6 +75,11 @@ class MergeTableReader(DataSourceReader):
         self.batch_size = batch_size
 
     def partitions(self) -> Sequence[InputPartition]:
+        if self.incremental_between is not None:
+            splits = self.table.plan(
+                filter=self.dnf, incremental_between=self.incremental_between, target_split_size=self.split_size
+            )
+            return [SplitPartition(s) for s in splits]
         if self.snapshot_id is None:
             return []
         splits = self.table.plan(filter=self.dnf, snapshot_id=self.snapshot_id, target_split_size=self.split_size)

@@ -95,7 +95,8 @@ class MergeTableDataSource(DataSource):
             dnf = [[_typed(p, table) for p in conj] for conj in dnf]
         pushdown = opts.pushdown == "true" or (opts.pushdown == "auto" and pushdown_scoped_per_scan())
         cls = PushdownMergeTableReader if pushdown and created_for_pushdown() else MergeTableReader
-        return cls(table, self._pinned_snapshot(table, opts), schema, dnf, opts.split_size, opts.batch_size)
+        snapshot = self._pinned_snapshot(table, opts)
+        return cls(table, snapshot, schema, dnf, opts.split_size, opts.batch_size, opts.incremental_between)
 
     # -- writing ----------------------------------------------------------------------------------
     def writer(self, schema: StructType, overwrite: bool) -> MergeTableWriter:

@@ -394,6 +394,21 @@ def test_time_travel_options(spark: SparkSession, history: dict[str, Any]) -> No
         _read(spark, uri, **{"snapshot-id": "1", "tag": "after-changes"}).count()
 
 
+def test_incremental_between(spark: SparkSession, history: dict[str, Any]) -> None:
+    uri = history["uri"]
+    table = mt.open_table(uri)
+    latest = table.latest_snapshot()
+    assert latest is not None
+    expected = table.read(incremental_between=(int(history["second"]), latest.id))
+    got = _read(spark, uri, **{"incremental-between": f"{history['second']},{latest.id}"})
+    assert sorted(r.id for r in got.collect()) == sorted(expected.column("id").to_pylist())
+    assert {r.id for r in got.collect()} == {1000 + i for i in range(20)}
+    by_tag = _read(spark, uri, **{"scan.incremental-between": f"after-changes,{latest.id}"})
+    assert by_tag.count() == 20
+    with pytest.raises(Exception, match="incremental-between"):
+        _read(spark, uri, **{"incremental-between": "1", "tag": "after-changes"}).count()
+
+
 QUERIES = [
     "id = 7",
     "id in (1, 2, 3, 77, 1005) and dt = '2024-05-02'",
