@@ -15,31 +15,6 @@ pytestmark = pytest.mark.spark
 SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("v", pa.int64())])
 
 
-@pytest.fixture(scope="module")
-def spark() -> Any:
-    pytest.importorskip("pyspark")
-    from pyspark.sql import SparkSession
-
-    # Shared with the other Spark tests of the run (getOrCreate) and configured like theirs
-    # (tests/spark/conftest.py), so it is not stopped here.
-    quiet = Path(__file__).parents[1] / "spark" / "log4j2-quiet.properties"
-    java = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
-    if quiet.exists():
-        java = f"-Dlog4j2.configurationFile=file:{quiet} {java}"
-    return (
-        SparkSession.builder.master("local[2]")
-        .appName("mergetable-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.driver.memory", "2g")
-        .config("spark.driver.extraJavaOptions", java)
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-
-
 def test_spark_compaction_commits_once(spark: Any, tmp_path: Path) -> None:
     from mergetable.spark.compact import compact
 
