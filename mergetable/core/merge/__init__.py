@@ -18,7 +18,7 @@ from mergetable.core.merge.base import (
 )
 from mergetable.core.merge.deduplicate import Deduplicate
 from mergetable.core.merge.first_row import FirstRow
-from mergetable.core.merge.grouping import KeyGroups, group_starts, sort_permutation
+from mergetable.core.merge.grouping import group_starts, sort_permutation
 from mergetable.core.merge.layout import Layout
 from mergetable.core.merge.partial_update import PartialUpdate
 from mergetable.core.merge.sequence_groups import PartialUpdateConfig
@@ -51,7 +51,6 @@ __all__ = [
     "Aggregation",
     "Deduplicate",
     "FirstRow",
-    "KeyGroups",
     "Layout",
     "MergeFunction",
     "PartialUpdate",

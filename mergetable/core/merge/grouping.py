@@ -8,8 +8,6 @@ stable sort instead of a per-row heap.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -82,66 +80,3 @@ def group_starts(sorted_keys: Sequence[pa.ChunkedArray | pa.Array]) -> np.ndarra
             ne = pc.not_equal(col[1:], col[:-1])
             change[1:] |= _np(pc.fill_null(ne, True)).astype(bool)
     return np.flatnonzero(change).astype(np.int64)
-
-
-@dataclass(frozen=True)
-class KeyGroups:
-    """Rows of several runs grouped by key: ``order`` sorts them, ``starts`` delimits each key's records."""
-
-    rows: pa.Table
-    order: np.ndarray
-    starts: np.ndarray
-
-    @classmethod
-    def build(
-        cls,
-        rows: pa.Table,
-        keys: Sequence[str],
-        seq_fields: Sequence[str] = (),
-        seq_descending: bool = False,
-        seq_ordered: bool = False,
-    ) -> KeyGroups:
-        order = sort_permutation(rows, keys, seq_fields, seq_descending, seq_ordered)
-        if len(keys) == 1 and _is_int_like(rows.schema.field(keys[0]).type):
-            key = _int_view(rows.column(keys[0]))[order]
-            change = np.empty(len(key), dtype=bool)
-            if len(key):
-                change[0] = True
-                change[1:] = key[1:] != key[:-1]
-            starts = np.flatnonzero(change).astype(np.int64)
-        else:
-            sorted_keys = [pc.take(rows.column(k), pa.array(order)) for k in keys]
-            starts = group_starts(sorted_keys)
-        return cls(rows, order, starts)
-
-    @property
-    def num_groups(self) -> int:
-        return len(self.starts)
-
-    @cached_property
-    def ends(self) -> np.ndarray:
-        return np.append(self.starts[1:], len(self.order)).astype(np.int64)
-
-    @cached_property
-    def sizes(self) -> np.ndarray:
-        return self.ends - self.starts
-
-    @cached_property
-    def group_ids(self) -> np.ndarray:
-        """Group number of every row in sorted position."""
-        return np.repeat(np.arange(self.num_groups, dtype=np.int64), self.sizes)
-
-    @cached_property
-    def sorted_rows(self) -> pa.Table:
-        return self.rows.take(pa.array(self.order))
-
-    @cached_property
-    def sorted_kinds(self) -> np.ndarray:
-        return _np(self.rows.column(VALUE_KIND))[self.order]
-
-    def last_rows(self) -> np.ndarray:
-        """Row index (into ``rows``) of the newest record of every key."""
-        return self.order[self.ends - 1]
-
-    def first_rows(self) -> np.ndarray:
-        return self.order[self.starts]
