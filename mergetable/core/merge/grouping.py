@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND
+from mergetable.core.schema import SEQUENCE_NUMBER
 
 
 def _np(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
