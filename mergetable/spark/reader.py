@@ -91,7 +91,7 @@ class MergeTableReader(DataSourceReader):
             return
         reader = self.table.split_reader(self.columns, self.dnf)
         for table in reader.read_split(split):
-            out = conform_for_spark(table, self.target)
+            out = conform_for_spark(table, self.target).combine_chunks()  # few, large batches for Spark
             yield from out.to_batches(max_chunksize=self.batch_size)
 
 
