@@ -26,7 +26,8 @@ $(STAMP): pyproject.toml
 install: $(STAMP) ## Create .venv and install mergetable with its dev tools (non-PEP660 editable, visible to Spark workers)
 
 lint: install ## ruff check and format check, import layering
-	$(VENV)/bin/ruff check mergetable pyspark_mergetable tests benchmarks
+	$(VENV)/bin/ruff check mergetable pyspark_mergetable tests benchmarks examples
+	$(VENV)/bin/ruff format --check mergetable pyspark_mergetable tests benchmarks examples
 	$(VENV)/bin/lint-imports
 
 typecheck: install ## mypy --strict
