@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from mergetable.core.errors import MergeError, OptionsError, SchemaError
-from mergetable.core.merge.layout import stable_int_argsort
+from mergetable.core.merge.layout import group_first_where, group_last_where, stable_int_argsort
 from mergetable.core.options import TableOptions, parse_bool, parse_int, parse_list
 from mergetable.core.schema import arrow_to_type_json
 
@@ -101,23 +101,11 @@ class FoldInput:
 
     def last_where(self, mask: np.ndarray | None) -> np.ndarray:
         """Index of every group's last record with ``mask`` set (-1 when none)."""
-        idx = np.arange(self.size, dtype=np.int64)
-        if mask is not None:
-            idx = np.where(mask, idx, -1)
-        out = np.full(self.n_groups, -1, dtype=np.int64)
-        np.maximum.at(out, self.gid, idx)
-        return out
+        return group_last_where(self.gid, self.n_groups, mask)
 
     def first_where(self, mask: np.ndarray | None) -> np.ndarray:
         """Index of every group's first record with ``mask`` set (-1 when none)."""
-        m = self.size
-        idx = np.arange(m, dtype=np.int64)
-        if mask is not None:
-            idx = np.where(mask, idx, m)
-        out = np.full(self.n_groups, m, dtype=np.int64)
-        np.minimum.at(out, self.gid, idx)
-        out[out == m] = -1
-        return out
+        return group_first_where(self.gid, self.n_groups, mask)
 
     @cached_property
     def from_last_reset(self) -> np.ndarray:

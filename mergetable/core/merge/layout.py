@@ -61,6 +61,28 @@ def _np(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return np.asarray(arr.to_numpy(zero_copy_only=False))
 
 
+def group_last_where(gid: np.ndarray, n_groups: int, mask: np.ndarray | None) -> np.ndarray:
+    """Per group: the index of its last record with ``mask`` set (-1 when none); ``gid`` = group of each record."""
+    idx = np.arange(len(gid), dtype=np.int64)
+    if mask is not None:
+        idx = np.where(mask, idx, -1)
+    out = np.full(n_groups, -1, dtype=np.int64)
+    np.maximum.at(out, gid, idx)
+    return out
+
+
+def group_first_where(gid: np.ndarray, n_groups: int, mask: np.ndarray | None) -> np.ndarray:
+    """Per group: the index of its first record with ``mask`` set (-1 when none)."""
+    m = len(gid)
+    idx = np.arange(m, dtype=np.int64)
+    if mask is not None:
+        idx = np.where(mask, idx, m)
+    out = np.full(n_groups, m, dtype=np.int64)
+    np.minimum.at(out, gid, idx)
+    out[out == m] = -1
+    return out
+
+
 @dataclass(frozen=True)
 class Layout:
     """Records grouped by key (see the module docstring).
@@ -194,23 +216,11 @@ class Layout:
 
     def last_where(self, mask: np.ndarray | None) -> np.ndarray:
         """Position of every group's last record with ``mask`` set (-1 when none)."""
-        idx = np.arange(self.num_positions, dtype=np.int64)
-        if mask is not None:
-            idx = np.where(mask, idx, -1)
-        out = np.full(self.n_groups, -1, dtype=np.int64)
-        np.maximum.at(out, self.gid, idx)
-        return out
+        return group_last_where(self.gid, self.n_groups, mask)
 
     def first_where(self, mask: np.ndarray | None) -> np.ndarray:
         """Position of every group's first record with ``mask`` set (-1 when none)."""
-        m = self.num_positions
-        idx = np.arange(m, dtype=np.int64)
-        if mask is not None:
-            idx = np.where(mask, idx, m)
-        out = np.full(self.n_groups, m, dtype=np.int64)
-        np.minimum.at(out, self.gid, idx)
-        out[out == m] = -1
-        return out
+        return group_first_where(self.gid, self.n_groups, mask)
 
     def any_where(self, mask: np.ndarray) -> np.ndarray:
         """Per group: whether any of its records has ``mask`` set."""
