@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
+import socket
+import subprocess
 import sys
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,3 +65,51 @@ def spark() -> Iterator[Any]:
     session = quiet_session()
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[dict[str, Any]]:
+    """A local S3-compatible server (moto) on loopback for the whole run: its s3fs storage options."""
+    s3fs = pytest.importorskip("s3fs")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    exe = shutil.which("moto_server")
+    cmd = [exe] if exe else [sys.executable, "-m", "moto.server"]
+    proc = subprocess.Popen(
+        [*cmd, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    opts: dict[str, Any] = {
+        "key": "test",
+        "secret": "test",
+        "client_kwargs": {"endpoint_url": f"http://127.0.0.1:{port}", "region_name": "eu-west-1"},
+    }
+    try:
+        deadline = time.time() + 30
+        while True:
+            try:
+                s3fs.S3FileSystem(**opts).ls("")
+                break
+            except Exception:  # the server is still starting
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.3)
+        yield opts
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.fixture(scope="session")
+def make_bucket(s3_server: dict[str, Any]) -> Callable[[str], dict[str, Any]]:
+    """Create a bucket on the local S3 server (if missing); returns the storage options."""
+
+    def make(name: str) -> dict[str, Any]:
+        import s3fs
+
+        fs = s3fs.S3FileSystem(**s3_server)
+        if not fs.exists(name):
+            fs.mkdir(name)
+        return s3_server
+
+    return make

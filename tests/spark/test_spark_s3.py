@@ -3,13 +3,8 @@
 from __future__ import annotations
 
 import json
-import shutil
-import socket
-import subprocess
-import sys
-import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,40 +15,9 @@ import mergetable as mt
 pytestmark = pytest.mark.s3
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
-def s3() -> Iterator[dict[str, Any]]:
-    s3fs = pytest.importorskip("s3fs")
-    port = _free_port()
-    exe = shutil.which("moto_server")
-    cmd = [exe] if exe else [sys.executable, "-m", "moto.server"]
-    proc = subprocess.Popen(
-        [*cmd, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    opts: dict[str, Any] = {
-        "key": "test",
-        "secret": "test",
-        "client_kwargs": {"endpoint_url": f"http://127.0.0.1:{port}", "region_name": "eu-west-1"},
-    }
-    try:
-        deadline = time.time() + 30
-        while True:
-            try:
-                s3fs.S3FileSystem(**opts).mkdir("mergetable-spark")
-                break
-            except Exception:  # the server is still starting
-                if time.time() > deadline:
-                    raise
-                time.sleep(0.3)
-        yield opts
-    finally:
-        proc.terminate()
-        proc.wait(10)
+def s3(make_bucket: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+    return make_bucket("mergetable-spark")
 
 
 def test_read_and_write_on_s3_with_storage_options(spark: SparkSession, s3: dict[str, Any]) -> None:

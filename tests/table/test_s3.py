@@ -3,13 +3,8 @@
 from __future__ import annotations
 
 import multiprocessing as mp
-import shutil
-import socket
-import subprocess
-import sys
-import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import pyarrow as pa
 import pytest
@@ -20,44 +15,9 @@ pytestmark = pytest.mark.s3
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
-def s3_options() -> Iterator[dict[str, object]]:
-    pytest.importorskip("s3fs")
-    port = _free_port()
-    exe = shutil.which("moto_server") or [sys.executable, "-m", "moto.server"]
-    cmd = [exe] if isinstance(exe, str) else exe
-    proc = subprocess.Popen(
-        [*cmd, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    opts: dict[str, object] = {
-        "key": "test",
-        "secret": "test",
-        "client_kwargs": {"endpoint_url": endpoint, "region_name": "eu-west-1"},
-    }
-    try:
-        import s3fs
-
-        deadline = time.time() + 30
-        while True:
-            try:
-                fs = s3fs.S3FileSystem(**opts)
-                fs.mkdir("mergetable-test")
-                break
-            except Exception:  # the server is still starting
-                if time.time() > deadline:
-                    raise
-                time.sleep(0.3)
-        yield opts
-    finally:
-        proc.terminate()
-        proc.wait(10)
+def s3_options(make_bucket: Callable[[str], dict[str, object]]) -> dict[str, object]:
+    return make_bucket("mergetable-test")
 
 
 def test_write_read_time_travel_on_s3(s3_options: dict[str, object]) -> None:
