@@ -297,7 +297,12 @@ def normalize_option_keys(options: dict[str, str]) -> tuple[dict[str, str], dict
         if key == "merge-engine":
             value = _FLUSS_ENGINE_NAMES.get(value.strip().lower(), value.strip().lower())
         if key.startswith("fields.") and key != "fields.default-aggregate-function":
-            fields[_normalize_field_key(key)] = value
+            norm = _normalize_field_key(key)
+            if fields.get(norm, value) != value:
+                raise OptionsError(raw_key, f"conflicts with another spelling of the same option ('{fields[norm]}')")
+            fields[norm] = value
+            if key.endswith(".agg"):  # remember the Fluss spelling: Fluss validates such tables more strictly
+                fields[key] = value
             continue
         if key in plain and plain[key] != value:
             raise OptionsError(raw_key, f"conflicts with another spelling of the same option ('{plain[key]}')")

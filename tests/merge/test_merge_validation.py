@@ -3,10 +3,13 @@ or column, with Paimon's (or Fluss's) message."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 from merge_support import make_schema
 
+import mergetable as mt
 from mergetable.core.errors import MergeTableError, OptionsError, SchemaError
 
 INTS = [("k", pa.int64()), ("a", pa.int64()), ("b", pa.int64()), ("c", pa.int64())]
@@ -316,3 +319,25 @@ def test_valid_configurations_pass() -> None:
     make_schema(INTS, options={"merge-engine": "aggregation", "fields.a.aggregate-function": "first_not_null_value"})
     make_schema(INTS, options={"table.merge-engine": "aggregation", "table.delete.behavior": "allow"})
     make_schema(INTS, options={"table.merge-engine": "default", "table.delete.behavior": "disable"})
+
+
+def test_fluss_agg_spelling_on_a_non_aggregation_table_is_rejected(tmp_path: Path) -> None:
+    schema = pa.schema([("id", pa.int64()), ("v", pa.int64())])
+    with pytest.raises(OptionsError, match="only supported for aggregation merge engine") as info:
+        mt.create_table(str(tmp_path / "a"), schema, primary_key=["id"], options={"fields.v.agg": "sum"})
+    assert info.value.option == "fields.v.agg"
+    # Paimon's spelling on a deduplicate table is ignored, as in Paimon
+    t = mt.create_table(str(tmp_path / "b"), schema, primary_key=["id"], options={"fields.v.aggregate-function": "sum"})
+    t.write(pa.table({"id": [1, 1], "v": [1, 2]}))
+    assert t.read().column("v").to_pylist() == [2]
+    # on an aggregation table the Fluss spelling works and survives a reopen
+    t = mt.create_table(
+        str(tmp_path / "c"),
+        schema,
+        primary_key=["id"],
+        options={"table.merge-engine": "aggregation", "fields.v.agg": "sum"},
+    )
+    t.write(pa.table({"id": [1, 1], "v": [1, 2]}))
+    assert mt.open_table(t.uri).read().column("v").to_pylist() == [3]
+    with pytest.raises(OptionsError, match="conflicts"):
+        mt.TableOptions.from_map({"fields.v.agg": "sum", "fields.v.aggregate-function": "max"})

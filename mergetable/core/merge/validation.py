@@ -28,6 +28,7 @@ FIELD_SUFFIXES = (
     "nested-key-null-strategy",
     "ts-field",
     "sequence-group",
+    "agg",  # the Fluss spelling of aggregate-function, kept alongside it
 )
 _FLUSS_ONLY_FUNCTIONS = frozenset({"last_value_ignore_nulls", "first_value_ignore_nulls", "string_agg"})
 _VERSION_TYPES = "[INT, BIGINT, TIMESTAMP, TIMESTAMP_LTZ]"
@@ -53,6 +54,8 @@ def field_function(opts: TableOptions, column: str) -> tuple[str | None, str]:
 def is_fluss_table(opts: TableOptions) -> bool:
     """Whether the table uses Fluss-only settings (then Fluss's stricter validation applies)."""
     if opts.delete_behavior is not None or opts.merge_engine == MergeEngine.VERSIONED:
+        return True
+    if any(k.endswith(".agg") for k in opts.field_options):
         return True
     values = [v for k, v in opts.field_options.items() if k.endswith(".aggregate-function")]
     if opts.default_aggregate_function is not None:
@@ -100,8 +103,9 @@ def validate_common(schema: TableSchema) -> None:
         for c in schema.column_names:
             own = opts.field_option(c, "aggregate-function")
             if own is not None:
+                fluss_key = f"fields.{c}.agg"
                 raise OptionsError(
-                    f"fields.{c}.aggregate-function",
+                    fluss_key if fluss_key in opts.field_options else f"fields.{c}.aggregate-function",
                     "Aggregation function is only supported for aggregation merge engine table, "
                     f"but column '{c}' has aggregation function '{own}'.",
                 )
