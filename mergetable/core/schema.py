@@ -289,10 +289,14 @@ class TableSchema(JsonModel):
 
     @cached_property
     def file_schema(self) -> pa.Schema:
-        """Schema of key-value data files: key columns, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``, other columns."""
+        """Schema of key-value data files: key columns, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``, other columns.
+
+        Value columns are nullable in files even when the table declares them NOT NULL: a retract record
+        (-U/-D) needs only its key.
+        """
         arrow = self.arrow_schema
         keys = [arrow.field(k) for k in self.trimmed_primary_keys]
-        rest = [f for f in arrow if f.name not in self.trimmed_primary_keys]
+        rest = [f.with_nullable(True) for f in arrow if f.name not in self.trimmed_primary_keys]
         system = [pa.field(SEQUENCE_NUMBER, pa.int64(), False), pa.field(VALUE_KIND, pa.int8(), False)]
         return pa.schema(keys + system + rest)
 

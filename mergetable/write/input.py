@@ -44,12 +44,17 @@ def to_arrow_table(data: Any) -> pa.Table:
 
 
 def conform(
-    data: pa.Table, schema: TableSchema, target_columns: Sequence[str] | None = None, extra: Sequence[str] = ()
+    data: pa.Table,
+    schema: TableSchema,
+    target_columns: Sequence[str] | None = None,
+    extra: Sequence[str] = (),
+    retracts: np.ndarray | None = None,
 ) -> pa.Table:
     """Cast ``data`` to the table's Arrow schema, naming the first offending column.
 
     With ``target_columns`` only those columns (which must include the primary key) are expected; the
-    others are filled with nulls. Columns named in ``extra`` are allowed through unchanged.
+    others are filled with nulls. Columns named in ``extra`` are allowed through unchanged. Rows flagged in
+    ``retracts`` (-U/-D) only need their key: NOT NULL value columns may be null there.
     """
     arrow = schema.arrow_schema
     wanted = list(arrow.names) if target_columns is None else list(target_columns)
@@ -92,8 +97,10 @@ def conform(
                 raise SchemaError(f"cannot convert {col.type} to {f.type}: {exc}", f.name) from None
         if f.name in schema.primary_keys and col.null_count:
             raise SchemaError("primary key column contains null values", f.name)
-        if not f.nullable and col.null_count:
-            raise SchemaError("NOT NULL column contains null values", f.name)
+        if not f.nullable and col.null_count and f.name not in schema.primary_keys:
+            nulls = np.asarray(col.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+            if retracts is None or (nulls & ~retracts).any():
+                raise SchemaError("NOT NULL column contains null values", f.name)
         columns.append(col)
     out = pa.Table.from_arrays(columns, schema=arrow)
     for c in extra:

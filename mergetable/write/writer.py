@@ -58,7 +58,8 @@ class TableWriter:
         cols = tuple(target_columns) if target_columns is not None else None
         if cols is not None:
             cols = tuple(c for c in self.schema.column_names if c in cols) or cols
-        table = conform(table, self.schema, cols)
+        retracts = is_retract(np.asarray(kinds.to_numpy(zero_copy_only=False)))
+        table = conform(table, self.schema, cols, retracts=retracts if retracts.any() else None)
         table, kinds = self._filter_kinds(table, kinds)
         if table.num_rows == 0:
             return

@@ -289,3 +289,13 @@ def test_abort_keeps_upgraded_files(table_uri: str) -> None:
     )
     t.abort([message, None])
     assert t.read().num_rows == 2
+
+
+def test_delete_by_key_on_a_table_with_not_null_values(table_uri: str) -> None:
+    schema = pa.schema([("id", pa.int64()), ("qty", pa.int64(), False), ("note", pa.string())])
+    t = mt.create_table(table_uri, schema, primary_key=["id"])
+    t.write(pa.table({"id": [1, 2], "qty": [5, 6], "note": ["a", "b"]}, schema=schema))
+    t.delete(pa.table({"id": [1]}))
+    assert t.read().column("id").to_pylist() == [2]
+    with pytest.raises(mt.SchemaError, match="'qty'"):  # an insert still needs its NOT NULL values
+        t.write(pa.table({"id": [3], "qty": pa.array([None], pa.int64()), "note": ["c"]}))
