@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -31,6 +31,8 @@ from mergetable.core.errors import MergeError, OptionsError, SchemaError
 from mergetable.core.merge.layout import group_first_where, group_last_where, stable_int_argsort
 from mergetable.core.options import TableOptions, parse_bool, parse_int, parse_list
 from mergetable.core.schema import arrow_to_type_json
+
+T = TypeVar("T")
 
 ADD = 0
 RETRACT = 1
@@ -285,25 +287,23 @@ class FieldOptions:
         """The option's string value, if set."""
         return self._opts.field_option(self.column, suffix)
 
-    def flag(self, suffix: str) -> bool:
-        """A boolean option (default false)."""
-        value = self.raw(suffix)
-        if value is None:
-            return False
-        try:
-            return parse_bool(value)
-        except ValueError as exc:
-            raise OptionsError(self.key(suffix), str(exc)) from None
-
-    def integer(self, suffix: str, default: int) -> int:
-        """An integer option."""
+    def _parsed(self, suffix: str, default: T, parse: Callable[[str], T]) -> T:
+        """An option parsed by ``parse``; a malformed value is an error naming the option."""
         value = self.raw(suffix)
         if value is None:
             return default
         try:
-            return parse_int(value)
+            return parse(value)
         except ValueError as exc:
             raise OptionsError(self.key(suffix), str(exc)) from None
+
+    def flag(self, suffix: str) -> bool:
+        """A boolean option (default false)."""
+        return self._parsed(suffix, False, parse_bool)
+
+    def integer(self, suffix: str, default: int) -> int:
+        """An integer option."""
+        return self._parsed(suffix, default, parse_int)
 
     def names(self, suffix: str) -> tuple[str, ...]:
         """A comma-separated list option."""
