@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from mergetable.core.merge import create_merge_function
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
+from mergetable.merge import create_merge_function
 
 
 def make_rows(n: int, keys: int, seed: int = 0) -> pa.Table:

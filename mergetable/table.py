@@ -17,13 +17,6 @@ from mergetable.commit.committer import Committer, Overwrite
 from mergetable.commit.maintenance import ExpireResult, expire_snapshots, remove_orphan_files
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.snapshots import SnapshotManager, TagManager
-from mergetable.compaction.incremental import (
-    SnapshotRef,
-    delta_splits,
-    read_changelog,
-    resolve_range,
-    snapshots_between,
-)
 from mergetable.compaction.job import CompactionJob, Executor, Progress
 from mergetable.core import paths
 from mergetable.core.errors import (
@@ -35,11 +28,18 @@ from mergetable.core.errors import (
     TableNotFoundError,
 )
 from mergetable.core.fileio import FileIO
-from mergetable.core.merge import MergeFunction, create_merge_function, validate_merge_options
 from mergetable.core.options import TableOptions
 from mergetable.core.predicates import Filters, normalize_filters
 from mergetable.core.schema import TableSchema
+from mergetable.merge import MergeFunction, create_merge_function, validate_merge_options
 from mergetable.metadata.models import CommitMessage, DataFileMeta, Snapshot, Tag
+from mergetable.read.incremental import (
+    SnapshotRef,
+    delta_splits,
+    read_changelog,
+    resolve_range,
+    snapshots_between,
+)
 from mergetable.read.reader import SplitReader
 from mergetable.read.scan import Planner, Split
 from mergetable.write.files import data_file_path

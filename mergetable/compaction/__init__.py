@@ -1,13 +1,11 @@
-"""Tier 5: LSM levels and universal compaction, compaction jobs, changelog producers, incremental reads."""
+"""Tier 6: LSM levels and universal compaction, compaction jobs, changelog producers."""
 
 from mergetable.compaction.compaction import BucketCompactor, CompactResult
-from mergetable.compaction.incremental import ROW_KIND
 from mergetable.compaction.job import FULL_COMPACTION_PROPERTY, BucketPlan, CompactionJob, Executor, Progress, run_plan
 from mergetable.compaction.lsm import CompactUnit, Levels, LevelSortedRun, SortedRun, UniversalCompaction
 
 __all__ = [
     "FULL_COMPACTION_PROPERTY",
-    "ROW_KIND",
     "BucketCompactor",
     "BucketPlan",
     "CompactResult",

@@ -25,9 +25,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from mergetable.core.merge.grouping import group_starts
 from mergetable.core.rowkind import RowKind, is_retract
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND
+from mergetable.merge.grouping import group_starts
 
 _ROW = "__mt_row"
 _SRC = "__mt_src"

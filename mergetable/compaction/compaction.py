@@ -31,10 +31,10 @@ from mergetable.compaction.lsm import (
     worth_running,
 )
 from mergetable.core.fileio import FileIO
-from mergetable.core.merge import MergeFunction
 from mergetable.core.options import ChangelogProducer
 from mergetable.core.rowkind import is_retract
 from mergetable.core.schema import VALUE_KIND, TableSchema
+from mergetable.merge import MergeFunction
 from mergetable.metadata.models import CommitMessage, DataFileMeta, FileSource
 from mergetable.read.reader import SplitReader
 from mergetable.read.scan import KeyComparator, Section, Split, interval_partition

@@ -27,14 +27,14 @@ from mergetable.commit.committer import Committer
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.snapshots import SnapshotManager
 from mergetable.compaction.compaction import BucketCompactor, written_files
-from mergetable.compaction.incremental import bucket_order
 from mergetable.core.errors import CommitConflictError, CommitStateUnknownError, SchemaError, SnapshotNotFoundError
 from mergetable.core.fileio import FileIO
-from mergetable.core.merge import MergeFunction
 from mergetable.core.model import JsonModel
 from mergetable.core.options import ChangelogProducer
 from mergetable.core.schema import TableSchema
+from mergetable.merge import MergeFunction
 from mergetable.metadata.models import CommitKind, CommitMessage, DataFileMeta, ManifestEntry, Snapshot
+from mergetable.read.incremental import bucket_order
 
 log = logging.getLogger(__name__)
 

@@ -37,6 +37,9 @@ class RowKind(IntEnum):
             raise SchemaError(f"unknown row kind '{value}' (expected +I, -U, +U or -D)") from None
 
 
+ROW_KIND_COLUMN = "_row_kind"
+"""The column that carries each change row's kind (``+I`` ``-U`` ``+U`` ``-D``) in change data."""
+
 _SHORT = {RowKind.INSERT: "+I", RowKind.UPDATE_BEFORE: "-U", RowKind.UPDATE_AFTER: "+U", RowKind.DELETE: "-D"}
 _FROM_SHORT = {v: k for k, v in _SHORT.items()}
 KIND_STRINGS = pa.array(["+I", "-U", "+U", "-D"], pa.string())

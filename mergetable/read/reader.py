@@ -20,11 +20,11 @@ import pyarrow.parquet as pq
 
 from mergetable.core.errors import DataFileError
 from mergetable.core.fileio import FileIO
-from mergetable.core.merge import MergeFunction
-from mergetable.core.merge.base import WRITE_MASK, drop_write_mask, with_write_mask
 from mergetable.core.predicates import Conjunct, restrict, to_expression
 from mergetable.core.rowkind import is_retract
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
+from mergetable.merge import MergeFunction
+from mergetable.merge.base import WRITE_MASK, drop_write_mask, with_write_mask
 from mergetable.metadata.models import DataFileMeta
 from mergetable.read.scan import Split
 from mergetable.write.files import data_file_path

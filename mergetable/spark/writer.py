@@ -32,9 +32,9 @@ from pyspark.sql.types import StringType, StructType
 
 from mergetable.core.errors import OptionsError, SchemaError
 from mergetable.core.fileio import FileIO
-from mergetable.core.merge import validate_merge_options
 from mergetable.core.options import MergeEngine
 from mergetable.core.schema import TableSchema
+from mergetable.merge import validate_merge_options
 from mergetable.metadata.models import CommitMessage
 from mergetable.spark.options import WriteOptions
 from mergetable.spark.types import arrow_schema_of, check_write_schema

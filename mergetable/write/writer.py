@@ -10,11 +10,11 @@ import pyarrow as pa
 
 from mergetable.core.errors import MergeError, SchemaError
 from mergetable.core.fileio import FileIO
-from mergetable.core.merge import MergeFunction
-from mergetable.core.merge.base import drop_write_mask, with_write_mask
 from mergetable.core.options import ChangelogProducer, DeleteBehavior
 from mergetable.core.rowkind import RowKind, is_retract
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
+from mergetable.merge import MergeFunction
+from mergetable.merge.base import drop_write_mask, with_write_mask
 from mergetable.metadata.models import CommitMessage, DataFileMeta
 from mergetable.write.files import data_file_path, write_kv_files
 from mergetable.write.input import RowKindArg, conform, row_kinds, split_by_bucket, to_arrow_table

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from mergetable.core.merge import WRITE_MASK, create_merge_function, validate_merge_options
-from mergetable.core.merge.base import MergeFunction
 from mergetable.core.rowkind import RowKind
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
+from mergetable.merge import WRITE_MASK, create_merge_function, validate_merge_options
+from mergetable.merge.base import MergeFunction
 
 KINDS = {"+I": RowKind.INSERT, "-U": RowKind.UPDATE_BEFORE, "+U": RowKind.UPDATE_AFTER, "-D": RowKind.DELETE}
 

@@ -8,7 +8,7 @@ import pytest
 from merge_support import commits, engine, fold, kv, make_schema, merge, rows_of, visible
 
 from mergetable.core.errors import MergeError
-from mergetable.core.merge import WRITE_MASK
+from mergetable.merge import WRITE_MASK
 
 
 def agg(extra: dict[str, str], fields: list[tuple[str, pa.DataType]] | None = None, **kw: object):  # type: ignore[no-untyped-def]

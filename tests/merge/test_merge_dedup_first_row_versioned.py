@@ -9,7 +9,7 @@ import pytest
 from merge_support import commits, engine, kv, make_schema, merge, rows_of, visible
 
 from mergetable.core.errors import MergeError
-from mergetable.core.merge import WRITE_MASK
+from mergetable.merge import WRITE_MASK
 
 KV = [("k", pa.int64()), ("v", pa.string())]
 

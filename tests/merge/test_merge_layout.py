@@ -6,9 +6,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from mergetable.core.merge.layout import Layout, stable_int_argsort
-from mergetable.core.merge.partial_update import dense_rank
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND
+from mergetable.merge.engines.partial_update import dense_rank
+from mergetable.merge.layout import Layout, stable_int_argsort
 
 
 def rows(

@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from merge_support import KINDS, commits, engine, kv, make_schema, merge, visible
 
-from mergetable.core.merge.partial_update_scalar import Record, fold_key
 from mergetable.core.rowkind import RowKind
 from mergetable.core.schema import SEQUENCE_NUMBER
+from mergetable.merge.engines.partial_update_scalar import Record, fold_key
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 small = st.one_of(st.none(), st.integers(-5, 5))

@@ -18,8 +18,8 @@ from pyspark.sql import types as T
 
 import mergetable as mt
 import mergetable.spark as mts
-from mergetable.core.merge.base import _REGISTRY
 from mergetable.core.options import MergeEngine
+from mergetable.merge.base import _REGISTRY
 from mergetable.metadata.models import CommitKind
 from mergetable.spark.types import as_nullable
 from mergetable.spark.writer import STAGING_DIR

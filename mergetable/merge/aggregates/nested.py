@@ -14,8 +14,8 @@ from typing import Any
 import pyarrow as pa
 
 from mergetable.core.errors import MergeError, OptionsError
-from mergetable.core.merge.agg_base import AggFunction, paimon_type_name, register_function
-from mergetable.core.merge.agg_collections import freeze
+from mergetable.merge.aggregates.base import AggFunction, paimon_type_name, register_function
+from mergetable.merge.aggregates.collection import freeze
 
 _INT_MAX = 2**31 - 1
 _STRATEGIES = ("merge", "ignore", "error")

@@ -31,13 +31,13 @@ import numpy as np
 import pyarrow as pa
 
 from mergetable.core.errors import MergeError, OptionsError
-from mergetable.core.merge.agg_base import ADD, RESET, RETRACT, AggFunction, FieldOptions, FoldInput, create_function
-from mergetable.core.merge.engine_base import EngineBase, assemble
-from mergetable.core.merge.layout import Layout
-from mergetable.core.merge.validation import field_function
 from mergetable.core.options import DeleteBehavior, TableOptions
 from mergetable.core.rowkind import RowKind, is_retract
 from mergetable.core.schema import TableSchema
+from mergetable.merge.aggregates.base import ADD, RESET, RETRACT, AggFunction, FieldOptions, FoldInput, create_function
+from mergetable.merge.engines.base import EngineBase, assemble
+from mergetable.merge.layout import Layout
+from mergetable.merge.validation import field_function
 
 
 def aggregation_function(schema: TableSchema, column: str) -> tuple[str, str]:

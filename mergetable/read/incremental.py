@@ -21,13 +21,13 @@ from mergetable.commit.snapshots import SnapshotManager, TagManager
 from mergetable.core.errors import MergeTableError
 from mergetable.core.options import ChangelogProducer
 from mergetable.core.predicates import Conjunct
+from mergetable.core.rowkind import ROW_KIND_COLUMN as ROW_KIND
 from mergetable.core.rowkind import RowKind, is_retract, kinds_to_strings
 from mergetable.core.schema import VALUE_KIND, TableSchema
 from mergetable.metadata.models import CommitKind, FileKind, ManifestEntry, Snapshot
 from mergetable.read.reader import SplitReader
 from mergetable.read.scan import KeyComparator, Planner, Split, interval_partition
 
-ROW_KIND = "_row_kind"
 SnapshotRef = int | str
 
 

@@ -5,10 +5,11 @@ Engines (``merge-engine``, Fluss ``table.merge-engine``): ``deduplicate`` (Fluss
 Aggregate functions live in the ``agg_*`` modules, grouped by family.
 """
 
-from mergetable.core.merge import agg_collections, agg_nested, agg_numeric, agg_sketches, agg_value
-from mergetable.core.merge.agg_base import function_names
-from mergetable.core.merge.aggregation import Aggregation
-from mergetable.core.merge.base import (
+from mergetable.core.options import MergeEngine
+from mergetable.core.schema import TableSchema
+from mergetable.merge.aggregates import collection, nested, numeric, sketches, value
+from mergetable.merge.aggregates.base import function_names
+from mergetable.merge.base import (
     WRITE_MASK,
     MergeFunction,
     create_merge_function,
@@ -16,18 +17,17 @@ from mergetable.core.merge.base import (
     system_and_key_columns,
     validate_merge_options,
 )
-from mergetable.core.merge.deduplicate import Deduplicate
-from mergetable.core.merge.first_row import FirstRow
-from mergetable.core.merge.grouping import group_starts, sort_permutation
-from mergetable.core.merge.layout import Layout
-from mergetable.core.merge.partial_update import PartialUpdate
-from mergetable.core.merge.sequence_groups import PartialUpdateConfig
-from mergetable.core.merge.validation import validate_common
-from mergetable.core.merge.versioned import Versioned
-from mergetable.core.options import MergeEngine
-from mergetable.core.schema import TableSchema
+from mergetable.merge.engines.aggregation import Aggregation
+from mergetable.merge.engines.deduplicate import Deduplicate
+from mergetable.merge.engines.first_row import FirstRow
+from mergetable.merge.engines.partial_update import PartialUpdate
+from mergetable.merge.engines.sequence_groups import PartialUpdateConfig
+from mergetable.merge.engines.versioned import Versioned
+from mergetable.merge.grouping import group_starts, sort_permutation
+from mergetable.merge.layout import Layout
+from mergetable.merge.validation import validate_common
 
-del agg_collections, agg_nested, agg_numeric, agg_sketches, agg_value  # imported to register the functions
+del collection, nested, numeric, sketches, value  # imported to register the functions
 
 
 def _validate_aggregation(schema: TableSchema) -> None:

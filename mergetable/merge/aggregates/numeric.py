@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from mergetable.core.errors import MergeError
-from mergetable.core.merge.agg_base import (
+from mergetable.merge.aggregates.base import (
     RETRACT,
     AggFunction,
     FoldInput,
@@ -27,7 +27,7 @@ from mergetable.core.merge.agg_base import (
     paimon_type_name,
     register_function,
 )
-from mergetable.core.merge.arrays import (
+from mergetable.merge.arrays import (
     decimal_from_unscaled,
     decimal_unscaled,
     from_numpy,

@@ -26,8 +26,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from mergetable.core.merge.grouping import _int_view, _is_int_like, group_starts, sort_permutation
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND
+from mergetable.merge.grouping import _int_view, _is_int_like, group_starts, sort_permutation
 
 _RADIX_MAX_BITS = 48
 

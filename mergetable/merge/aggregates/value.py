@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from mergetable.core.merge.agg_base import (
+from mergetable.merge.aggregates.base import (
     ADD,
     ADD_OLD,
     RESET,

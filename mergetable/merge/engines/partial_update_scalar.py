@@ -14,12 +14,12 @@ import numpy as np
 import pyarrow as pa
 
 from mergetable.core.errors import MergeError
-from mergetable.core.merge.sequence_groups import PARTIAL_UPDATE_DELETE, PartialUpdateConfig
 from mergetable.core.rowkind import RowKind
+from mergetable.merge.engines.sequence_groups import PARTIAL_UPDATE_DELETE, PartialUpdateConfig
 
 if TYPE_CHECKING:
-    from mergetable.core.merge.layout import Layout
-    from mergetable.core.merge.partial_update import PartialUpdate
+    from mergetable.merge.engines.partial_update import PartialUpdate
+    from mergetable.merge.layout import Layout
 
 
 @dataclass

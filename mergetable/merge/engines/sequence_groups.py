@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from mergetable.core.errors import OptionsError
-from mergetable.core.merge.agg_base import ALIASES, AggFunction, create_function
-from mergetable.core.merge.validation import field_function, split_field_key
 from mergetable.core.options import DeleteBehavior
 from mergetable.core.schema import TableSchema
+from mergetable.merge.aggregates.base import ALIASES, AggFunction, create_function
+from mergetable.merge.validation import field_function, split_field_key
 
 PARTIAL_UPDATE_DELETE = "\n".join(
     [

@@ -12,11 +12,11 @@ import numpy as np
 import pyarrow as pa
 
 from mergetable.core.errors import MergeError
-from mergetable.core.merge.engine_base import EngineBase
-from mergetable.core.merge.layout import Layout
 from mergetable.core.options import DeleteBehavior
 from mergetable.core.rowkind import is_retract
 from mergetable.core.schema import TableSchema
+from mergetable.merge.engines.base import EngineBase
+from mergetable.merge.layout import Layout
 
 FIRST_ROW_DELETE = (
     "By default, First row merge engine can not accept DELETE/UPDATE_BEFORE records.\n"

@@ -15,11 +15,11 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from mergetable.core.merge.engine_base import EngineBase, assemble
-from mergetable.core.merge.layout import Layout
 from mergetable.core.options import DeleteBehavior
 from mergetable.core.rowkind import RowKind, is_retract
 from mergetable.core.schema import TableSchema
+from mergetable.merge.engines.base import EngineBase, assemble
+from mergetable.merge.layout import Layout
 
 
 class Deduplicate(EngineBase):

@@ -21,12 +21,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mergetable.core.errors import MergeError
-from mergetable.core.merge.arrays import scatter
-from mergetable.core.merge.base import WRITE_MASK, mask_bit, write_mask, write_mask_columns
-from mergetable.core.merge.layout import Layout
 from mergetable.core.options import DeleteBehavior
 from mergetable.core.rowkind import RowKind, is_retract
 from mergetable.core.schema import VALUE_KIND, TableSchema
+from mergetable.merge.arrays import scatter
+from mergetable.merge.base import WRITE_MASK, mask_bit, write_mask, write_mask_columns
+from mergetable.merge.layout import Layout
 
 DELETE_DISABLED = "Delete operations are disabled for this table. The table.delete.behavior is set to 'disable'."
 

@@ -4,7 +4,7 @@ Rows handed to :meth:`MergeFunction.merge` may carry the int64 column :data:`WRI
 (``_WRITE_MASK``) for partial writes (Fluss target columns): bit ``i`` is set when the row carries a
 real value for ``schema.column_names[i]``. Without the column, every row wrote every column. Every
 engine honours it: a column's fold only sees rows that wrote it, the result's mask is the OR of the
-key's masks, and a delete with a partial mask is a partial delete (see ``engine_base``).
+key's masks, and a delete with a partial mask is a partial delete (see ``engines.base``).
 """
 
 from __future__ import annotations

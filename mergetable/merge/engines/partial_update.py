@@ -12,7 +12,7 @@ protected columns take the newest advancing record's values, NULL included ("tru
 retractions null them, and aggregate functions receive ``agg``/``aggReversed``/``retract`` events. This
 is computed with a segmented running maximum over dense ordering ranks. Keys where a -D meets
 ``partial-update.remove-record-on-sequence-group`` are folded record by record
-(:mod:`~mergetable.core.merge.partial_update_scalar`).
+(:mod:`~mergetable.merge.engines.partial_update_scalar`).
 
 Partial writes: a column only takes values from records whose ``_WRITE_MASK`` includes it.
 """
@@ -26,15 +26,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mergetable.core.errors import MergeError
-from mergetable.core.merge.agg_base import ADD, ADD_OLD, RESET, RETRACT, FoldInput
-from mergetable.core.merge.aggregation import check_not_null_reset
-from mergetable.core.merge.arrays import scatter
-from mergetable.core.merge.engine_base import EngineBase, assemble, null_where
-from mergetable.core.merge.layout import Layout
-from mergetable.core.merge.partial_update_scalar import fold_groups_scalar
-from mergetable.core.merge.sequence_groups import PARTIAL_UPDATE_DELETE, PartialUpdateConfig, SequenceGroup
 from mergetable.core.rowkind import RowKind, is_retract
 from mergetable.core.schema import TableSchema
+from mergetable.merge.aggregates.base import ADD, ADD_OLD, RESET, RETRACT, FoldInput
+from mergetable.merge.arrays import scatter
+from mergetable.merge.engines.aggregation import check_not_null_reset
+from mergetable.merge.engines.base import EngineBase, assemble, null_where
+from mergetable.merge.engines.partial_update_scalar import fold_groups_scalar
+from mergetable.merge.engines.sequence_groups import PARTIAL_UPDATE_DELETE, PartialUpdateConfig, SequenceGroup
+from mergetable.merge.layout import Layout
 
 
 def _valid(col: pa.Array) -> np.ndarray:

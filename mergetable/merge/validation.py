@@ -2,7 +2,7 @@
 
 Engine-specific checks live with the engines (``aggregation.py``, ``partial_update.py``); building an
 engine's merge function also validates its aggregate functions (names, types, parameters), so
-:func:`~mergetable.core.merge.base.validate_merge_options` rejects every invalid configuration at
+:func:`~mergetable.merge.base.validate_merge_options` rejects every invalid configuration at
 ``create_table`` time, naming the option or the column. Messages are Paimon's (or Fluss's, for Fluss
 options), adapted to our option names.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 import pyarrow as pa
 
 from mergetable.core.errors import OptionsError, SchemaError
-from mergetable.core.merge.agg_base import ALIASES, function_names, paimon_type_name, resolve_function
 from mergetable.core.options import DeleteBehavior, MergeEngine, TableOptions
 from mergetable.core.schema import TableSchema
+from mergetable.merge.aggregates.base import ALIASES, function_names, paimon_type_name, resolve_function
 
 #: Per-field option suffixes understood by the engines (``fields.<f>.<suffix>``).
 FIELD_SUFFIXES = (

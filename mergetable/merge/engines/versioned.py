@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from mergetable.core.merge.engine_base import EngineBase
-from mergetable.core.merge.layout import Layout
 from mergetable.core.schema import TableSchema
+from mergetable.merge.engines.base import EngineBase
+from mergetable.merge.layout import Layout
 
 
 class Versioned(EngineBase):

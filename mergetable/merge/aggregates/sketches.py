@@ -22,7 +22,7 @@ import pyarrow as pa
 from pyroaring import BitMap, BitMap64
 
 from mergetable.core.errors import MergeError
-from mergetable.core.merge.agg_base import (
+from mergetable.merge.aggregates.base import (
     AggFunction,
     FoldInput,
     considered_records,

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mergetable.core.errors import OptionsError
-from mergetable.core.merge.agg_base import (
+from mergetable.merge.aggregates.base import (
     ADD,
     RESET,
     AggFunction,
