@@ -148,16 +148,9 @@ class Table:
         return self._merge_function
 
     # -- writing ----------------------------------------------------------------------------------
-    def new_writer(self, snapshot: Snapshot | None = None) -> TableWriter:
-        """A writer whose sequence numbers continue after each bucket's maximum in ``snapshot`` (default latest)."""
-        base = snapshot if snapshot is not None else self.snapshot_manager.latest()
-        max_seq: dict[tuple[tuple[str | None, ...], int], int] = {}
-        for e in self.manifests.live_entries(base):
-            k = (e.partition, e.bucket)
-            max_seq[k] = max(max_seq.get(k, -1), e.file.max_sequence_number)
-        return TableWriter(
-            self.fileio, self.table_schema, self.merge_function, lambda p, b: max_seq.get((p, b), -1) + 1
-        )
+    def new_writer(self) -> TableWriter:
+        """A writer; its records get their sequence numbers when committed, above every earlier commit's."""
+        return TableWriter(self.fileio, self.table_schema, self.merge_function)
 
     def commit(
         self,

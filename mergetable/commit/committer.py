@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mergetable.commit.manifests import ManifestIO, fold
+from mergetable.commit.sequencing import assign_sequence_numbers, next_sequence_number
 from mergetable.commit.snapshots import SnapshotManager
 from mergetable.core import paths
 from mergetable.core.errors import CommitConflictError, CommitStateUnknownError
@@ -131,6 +132,10 @@ class Committer:
         properties: dict[str, str] | None,
     ) -> Snapshot | None:
         live = self.manifests.live_entries(latest)
+        next_seq = next_sequence_number(latest, live)
+        if kind is not CommitKind.COMPACT:  # numbered against this attempt's base: above every earlier commit
+            stamp = (latest.id if latest else 0) + 1 if self.options.sequence_snapshot_ordering else None
+            messages, next_seq = assign_sequence_numbers(messages, next_seq, stamp)
         delta = self._delta_entries(live, messages, kind, overwrite)
         self._check_conflicts(live, delta, kind)
         changelog = [
@@ -142,7 +147,7 @@ class Committer:
         ]
         attempt = _Attempt()
         try:
-            snapshot = self._write_snapshot(latest, delta, changelog, kind, identifier, properties, attempt)
+            snapshot = self._write_snapshot(latest, delta, changelog, kind, identifier, properties, attempt, next_seq)
         except BaseException:
             self._cleanup(attempt)
             raise
@@ -159,6 +164,7 @@ class Committer:
         identifier: int,
         properties: dict[str, str] | None,
         attempt: _Attempt,
+        next_seq: int,
     ) -> Snapshot | None:
         opts = self.options
         sid = self.schema.id
@@ -194,6 +200,7 @@ class Committer:
             delta_record_count=added - removed,
             changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
             properties=properties or None,
+            next_sequence_number=next_seq,
         )
         path = self.fileio.join(paths.snapshot_path(new_id))
         data = snapshot.to_json().encode()

@@ -23,7 +23,8 @@ SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
 VALUE_KIND = "_VALUE_KIND"
 SYSTEM_COLUMNS = (SEQUENCE_NUMBER, VALUE_KIND)
 RESERVED_PREFIXES = ("_KEY_", "_SEQUENCE_NUMBER", "_VALUE_KIND", "_ROW_KIND", "_row_kind")
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""The table format version (spec/format.md) that this code writes and the newest one it reads."""
 
 TypeJson = str | dict[str, Any]
 

@@ -7,13 +7,13 @@ underscore). The JSON Schema of each is published in ``spec/`` and kept in sync 
 from __future__ import annotations
 
 from enum import IntEnum, StrEnum
-from typing import Any
+from typing import Any, Self
 
 from pydantic import Field
 
+from mergetable.core.errors import UnsupportedError
 from mergetable.core.model import JsonModel
-
-FORMAT_VERSION = 1
+from mergetable.core.schema import FORMAT_VERSION as FORMAT_VERSION
 
 
 class FileKind(IntEnum):
@@ -56,6 +56,8 @@ class DataFileMeta(JsonModel):
     value_stats: SimpleStats
     value_stats_cols: tuple[str, ...] | None = None
     min_sequence_number: int
+    """Smallest sequence number of the file's records: the committed (effective) number once the file is
+    in a manifest; a writer-local number in a :class:`CommitMessage` that is not committed yet."""
     max_sequence_number: int
     schema_id: int
     level: int
@@ -65,6 +67,13 @@ class DataFileMeta(JsonModel):
     file_source: FileSource = FileSource.APPEND
     write_cols: tuple[str, ...] | None = None
     """Columns this file actually carries values for (a partial write); None = every column."""
+    sequence_offset: int | None = None
+    """Added to every ``_SEQUENCE_NUMBER`` stored in the file to give the record's sequence number, which
+    the committer assigns when the file is committed (format version 2); None = 0 (numbers stored as is)."""
+
+    @property
+    def stored_sequence_offset(self) -> int:
+        return self.sequence_offset or 0
 
     def upgrade(self, level: int) -> DataFileMeta:
         """The same file moved to another level (no rewrite)."""
@@ -84,10 +93,25 @@ class ManifestEntry(JsonModel):
         return (self.partition, self.bucket, self.file.level, self.file.file_name)
 
 
-class ManifestFile(JsonModel):
-    """Content of ``manifest/manifest-<uuid>-<n>``."""
+class Versioned(JsonModel):
+    """A document that carries the format version; one newer than this code understands is refused."""
 
     version: int = FORMAT_VERSION
+
+    @classmethod
+    def from_json(cls, text: str | bytes, path: str = "<memory>") -> Self:
+        doc = super().from_json(text, path)
+        if doc.version > FORMAT_VERSION:
+            raise UnsupportedError(
+                f"{path}: format version {doc.version} is newer than this mergetable reads ({FORMAT_VERSION}); "
+                "upgrade mergetable to read this table"
+            )
+        return doc
+
+
+class ManifestFile(Versioned):
+    """Content of ``manifest/manifest-<uuid>-<n>``."""
+
     entries: tuple[ManifestEntry, ...]
 
 
@@ -112,17 +136,15 @@ class ManifestFileMeta(JsonModel):
     max_level: int
 
 
-class ManifestList(JsonModel):
+class ManifestList(Versioned):
     """Content of ``manifest/manifest-list-<uuid>-<n>``."""
 
-    version: int = FORMAT_VERSION
     manifests: tuple[ManifestFileMeta, ...]
 
 
-class Snapshot(JsonModel):
+class Snapshot(Versioned):
     """Content of ``snapshot/snapshot-<id>``: the state of the table after one commit."""
 
-    version: int = FORMAT_VERSION
     id: int
     schema_id: int
     base_manifest_list: str
@@ -140,6 +162,9 @@ class Snapshot(JsonModel):
     changelog_record_count: int | None = None
     watermark: int | None = None
     properties: dict[str, str] | None = None
+    next_sequence_number: int | None = None
+    """Every sequence number below it is taken: the next data commit numbers its records from here
+    (format version 2; absent in version 1 snapshots, where it is one past the largest live number)."""
 
 
 class Tag(Snapshot):

@@ -26,13 +26,21 @@ NextSequence = Callable[[tuple[str | None, ...], int], int]
 class TableWriter:
     """Buffers rows per (partition, bucket) and writes pre-merged level-0 files.
 
+    Records are numbered per bucket in input order from ``next_sequence(partition, bucket)`` (0 by
+    default): writer-local numbers, which the committer shifts above every earlier commit's
+    (:mod:`mergetable.commit.sequencing`).
+
     Memory is bounded by ``write-buffer-size``: when the buffered Arrow data exceeds it, every bucket
     is flushed to level-0 files. ``prepare_commit`` flushes the rest and returns one
     :class:`CommitMessage` per touched bucket. Nothing is visible until those messages are committed.
     """
 
     def __init__(
-        self, fileio: FileIO, schema: TableSchema, merge_function: MergeFunction, next_sequence: NextSequence
+        self,
+        fileio: FileIO,
+        schema: TableSchema,
+        merge_function: MergeFunction,
+        next_sequence: NextSequence = lambda partition, bucket: 0,
     ) -> None:
         self.fileio = fileio
         self.schema = schema
