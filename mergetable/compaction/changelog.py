@@ -7,8 +7,11 @@ Both compare, per key, a value *before* with the value *after* and emit Paimon's
 * ``-U before, +U after`` when both exist and differ. With ``changelog-producer.row-deduplicate`` the pair
   is skipped when the values (minus ``…row-deduplicate-ignore-fields``) are equal.
 
-A key whose record is exactly the same before and after (same sequence number, same values) did not
-change and emits nothing; this is what makes ``first-row`` tables produce an insert-only changelog.
+Only keys that took part in a merge are compared (lookup: keys with level-0 records; full-compaction:
+keys with records below the top level). When such a key's stored record survives the merge unchanged —
+e.g. every new record carried an older ``sequence.field`` value — Paimon still emits ``-U``/``+U`` of it
+(unless row-deduplicate); ``first-row`` (and Fluss's ``versioned``) emit nothing then, which is what makes
+a ``first-row`` changelog insert-only.
 
 * lookup: before = the merge of the key's records in levels above 0, after = the merge of all its records
   (levels above 0 plus the level-0 files the compaction consumes). Emitted by compactions that include
@@ -85,11 +88,14 @@ def diff_changelog(
     keys: Sequence[str],
     dedupe: bool = False,
     ignore_fields: Sequence[str] = (),
+    identical_is_update: bool = False,
 ) -> pa.Table:
     """Changelog rows (key-value form, ``_VALUE_KIND`` = the change kind) turning ``before`` into ``after``.
 
     Both tables hold at most one record per key; a retract record, like a missing one, counts as "no
-    visible value". Rows come out in key order, ``-U`` before its ``+U``.
+    visible value". Rows come out in key order, ``-U`` before its ``+U``. A key whose before and after are
+    the very same record (same sequence number and values) emits nothing, unless ``identical_is_update``
+    (then ``-U``/``+U`` of it, which ``dedupe`` suppresses as for any pair of equal values).
     """
     schema = after.schema
     before = before.select(schema.names).cast(schema) if before.num_rows else schema.empty_table()
@@ -117,7 +123,10 @@ def diff_changelog(
     both = np.flatnonzero(a_add & b_add)
     key_cols = set(keys)
     values = [c for c in schema.names if c not in key_cols and c not in (SEQUENCE_NUMBER, VALUE_KIND)]
-    same = _rows_equal(rows, b_idx[both], a_idx[both], [SEQUENCE_NUMBER, *values])
+    if identical_is_update:
+        same = np.zeros(len(both), dtype=bool)
+    else:
+        same = _rows_equal(rows, b_idx[both], a_idx[both], [SEQUENCE_NUMBER, *values])
     if dedupe:
         ignored = set(ignore_fields)
         same |= _rows_equal(rows, b_idx[both], a_idx[both], [c for c in values if c not in ignored])
