@@ -350,7 +350,14 @@ def register_function(cls: FunctionClass) -> FunctionClass:
 
 
 def function_names() -> list[str]:
-    """Every accepted function name (Paimon names, then aliases)."""
+    """Every accepted ``fields.<f>.aggregate-function`` name: Paimon's names, then the aliases.
+
+    Example:
+        >>> import mergetable.merge
+        >>> names = function_names()
+        >>> "sum" in names, "string_agg" in names, "primary-key" in names
+        (True, True, False)
+    """
     return sorted(n for n in _FUNCTIONS if n != "primary-key") + sorted(ALIASES)
 
 
