@@ -212,6 +212,15 @@ def _update(sketch: Any, value: Any) -> None:
     sketch.update(value)
 
 
+def _estimate(data: bytes | None, deserialize: Any, kind: str) -> float:
+    if data is None:
+        return 0.0
+    try:
+        return float(deserialize(bytes(data)).get_estimate())
+    except (ValueError, RuntimeError, IndexError) as exc:  # a truncated value raises IndexError
+        raise ValueError(f"not a serialized {kind}: {exc}") from None
+
+
 def hll_sketch(*values: Any, lg_k: int = DEFAULT_HLL_LG_K) -> bytes:
     """A compact HLL_4 sketch of the given values: the value an ``hll_sketch`` column holds.
 
@@ -249,12 +258,7 @@ def hll_estimate(data: bytes | None) -> float:
         >>> round(hll_estimate(hll_sketch([1, 2, 3, 3]))), hll_estimate(None)
         (3, 0.0)
     """
-    if data is None:
-        return 0.0
-    try:
-        return float(datasketches.hll_sketch.deserialize(bytes(data)).get_estimate())
-    except (ValueError, RuntimeError) as exc:
-        raise ValueError(f"not a serialized HLL sketch: {exc}") from None
+    return _estimate(data, datasketches.hll_sketch.deserialize, "HLL sketch")
 
 
 def hll_union(*sketches: bytes | None) -> bytes:
@@ -298,13 +302,7 @@ def theta_sketch(*values: Any) -> bytes:
 
 
 def theta_estimate(data: bytes | None) -> float:
-    """Distinct-count estimate of a serialized Theta sketch.
-
-    Args:
-        data: a serialized Theta sketch, or ``None``.
-
-    Returns:
-        The estimate; 0.0 for ``None``.
+    """Distinct-count estimate of a serialized Theta sketch (0.0 for ``None``), as :func:`hll_estimate`.
 
     Raises:
         ValueError: ``data`` is not a serialized Theta sketch.
@@ -313,12 +311,7 @@ def theta_estimate(data: bytes | None) -> float:
         >>> round(theta_estimate(theta_sketch(1, 2))), theta_estimate(None)
         (2, 0.0)
     """
-    if data is None:
-        return 0.0
-    try:
-        return float(datasketches.compact_theta_sketch.deserialize(bytes(data)).get_estimate())
-    except (ValueError, RuntimeError) as exc:
-        raise ValueError(f"not a serialized Theta sketch: {exc}") from None
+    return _estimate(data, datasketches.compact_theta_sketch.deserialize, "Theta sketch")
 
 
 def theta_union(*sketches: bytes | None) -> bytes:
