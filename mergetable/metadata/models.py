@@ -7,13 +7,12 @@ underscore). The JSON Schema of each is published in ``spec/`` and kept in sync 
 from __future__ import annotations
 
 from enum import IntEnum, StrEnum
-from typing import Any, Self
+from typing import Any
 
 from pydantic import Field
 
-from mergetable.core.errors import UnsupportedError
-from mergetable.core.model import JsonModel
-from mergetable.core.schema import FORMAT_VERSION as FORMAT_VERSION
+from mergetable.core.model import FORMAT_VERSION as FORMAT_VERSION
+from mergetable.core.model import JsonModel, Versioned
 
 
 class FileKind(IntEnum):
@@ -91,22 +90,6 @@ class ManifestEntry(JsonModel):
     @property
     def identifier(self) -> tuple[tuple[str | None, ...], int, int, str]:
         return (self.partition, self.bucket, self.file.level, self.file.file_name)
-
-
-class Versioned(JsonModel):
-    """A document that carries the format version; one newer than this code understands is refused."""
-
-    version: int = FORMAT_VERSION
-
-    @classmethod
-    def from_json(cls, text: str | bytes, path: str = "<memory>") -> Self:
-        doc = super().from_json(text, path)
-        if doc.version > FORMAT_VERSION:
-            raise UnsupportedError(
-                f"{path}: format version {doc.version} is newer than this mergetable reads ({FORMAT_VERSION}); "
-                "upgrade mergetable to read this table"
-            )
-        return doc
 
 
 class ManifestFile(Versioned):

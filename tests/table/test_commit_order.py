@@ -150,3 +150,7 @@ def test_documents_of_a_newer_format_version_are_refused(table_uri: str) -> None
     path.write_text(json.dumps({**doc, "version": 3}))
     with pytest.raises(mt.UnsupportedError, match="format version 3"):
         mt.open_table(table_uri).read()
+    schema = Path(table_uri) / "schema" / "schema-0"
+    schema.write_text(json.dumps({**json.loads(schema.read_text()), "version": 3}))
+    with pytest.raises(mt.UnsupportedError, match="schema-0: format version 3"):
+        mt.open_table(table_uri)
