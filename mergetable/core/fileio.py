@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +19,7 @@ import pyarrow.fs as pafs
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
+from mergetable.core import paths
 from mergetable.core.errors import CommitStateUnknownError
 
 _MEMORY_LOCK = threading.Lock()
@@ -42,7 +42,7 @@ class FileIO:
 
     # -- paths ------------------------------------------------------------------------------------
     def join(self, *parts: str) -> str:
-        return "/".join([self.root, *[p.strip("/") for p in parts if p]])
+        return paths.join(self.root, *parts)
 
     # -- reading ----------------------------------------------------------------------------------
     def _fresh(self, path: str) -> None:
@@ -104,7 +104,7 @@ class FileIO:
         parent = path.rsplit("/", 1)[0]
         self.makedirs(parent)
         if self.is_local:
-            tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+            tmp = paths.temp_path(path)
             with open(tmp, "wb") as fh:
                 fh.write(data)
             os.replace(tmp, path)
@@ -120,7 +120,7 @@ class FileIO:
         parent = path.rsplit("/", 1)[0]
         self.makedirs(parent)
         if self.is_local:
-            tmp = f"{parent}/.{path.rsplit('/', 1)[-1]}.{uuid.uuid4().hex}.tmp"
+            tmp = paths.temp_path(path)
             with open(tmp, "wb") as fh:
                 fh.write(data)
                 fh.flush()
