@@ -7,6 +7,7 @@ tag/tag-<name>                         consumer/consumer-<id>
 [<k>=<v>/…]/bucket-<N>/data-<uuid>-<n>.parquet
 [<k>=<v>/…]/bucket-<N>/changelog-<uuid>-<n>.parquet
 <dir>/.<name>.<uuid>.tmp               (a file being written, before it is published under <name>)
+_spark_staging/<job id>/<marker>       (markers of a Spark write job's task attempts, removed by its commit)
 ```
 
 Every method returns an absolute path (the table root joined with the relative one), in the form
@@ -27,6 +28,7 @@ SNAPSHOT_DIR = "snapshot"
 MANIFEST_DIR = "manifest"
 TAG_DIR = "tag"
 CONSUMER_DIR = "consumer"
+STAGING_DIR = "_spark_staging"
 LATEST = "LATEST"
 EARLIEST = "EARLIEST"
 SCHEMA_PREFIX = "schema-"
@@ -174,6 +176,10 @@ class PathFactory:
 
     def consumer_file(self, consumer_id: str) -> str:
         return self.join(CONSUMER_DIR, f"{CONSUMER_PREFIX}{consumer_id}")
+
+    def staging_dir(self, job_id: str | None = None) -> str:
+        """Where a write job's task attempts leave their markers (all jobs' when ``job_id`` is None)."""
+        return self.join(STAGING_DIR, job_id or "")
 
     # -- data and changelog files -----------------------------------------------------------------
     def partition_path(self, partition: Partition) -> str:

@@ -31,6 +31,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StringType, StructType
 
 from mergetable.commit.discard import discard_uncommitted
+from mergetable.core import paths
 from mergetable.core.errors import OptionsError, SchemaError
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import MergeEngine
@@ -42,7 +43,7 @@ from mergetable.spark.types import arrow_schema_of, check_write_schema
 from mergetable.table import Table, create_table, open_table, table_exists
 
 COMMIT_IDENTIFIER = 1
-STAGING_DIR = "_spark_staging"
+STAGING_DIR = paths.STAGING_DIR
 _CHUNK_BYTES = 32 << 20
 
 
@@ -180,7 +181,8 @@ class MergeTableWriter(DataSourceArrowWriter):
         """Write one task attempt's batches to level-0 files of the job (not visible until commit)."""
         job = self.job
         fileio = job.fileio()
-        marker = fileio.join(STAGING_DIR, job.job_id, _marker_name(partition_id, attempt, task_attempt_id))
+        staging = paths.PathFactory(fileio.root).staging_dir(job.job_id)
+        marker = f"{staging}/{_marker_name(partition_id, attempt, task_attempt_id)}"
         fileio.write_bytes(marker, b"")
         writer = job.task_table().new_writer()
         rows = 0
@@ -278,7 +280,7 @@ class MergeTableWriter(DataSourceArrowWriter):
 
     def _clean_staging(self, fileio: FileIO, known_markers: set[str] | None, keep: set[str]) -> None:
         """Sweep the job's files unless every attempt that left a marker is known; then drop the markers."""
-        staging = fileio.join(STAGING_DIR, self.job.job_id)
+        staging = paths.PathFactory(fileio.root).staging_dir(self.job.job_id)
         markers = set(fileio.list_names(staging))
         if known_markers is None or markers - known_markers:
             sweep_job_files(fileio, self.job, keep)
@@ -286,7 +288,7 @@ class MergeTableWriter(DataSourceArrowWriter):
             if fileio.fs.exists(staging):
                 fileio.fs.rm(staging, recursive=True)
         with contextlib.suppress(OSError):
-            parent = fileio.join(STAGING_DIR)
+            parent = paths.PathFactory(fileio.root).staging_dir()
             if fileio.is_local and not fileio.list_names(parent):
                 fileio.fs.rmdir(parent)
 
