@@ -6,6 +6,7 @@ Orchestration only: every method delegates to the write, commit, read and compac
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -139,12 +140,9 @@ class Table(TableStore):
             >>> t.commit(w.prepare_commit()).id
             3
         """
-        base = snapshot if snapshot is not None else self._snapshots.latest()
-        seeds = sequence_seeds(self.fileio, base)
-        return TableWriter(self.fileio, self.table_schema, self.merge_function, seeds, self._discard_unhanded_files)
-
-    def _discard_unhanded_files(self, messages: Sequence[CommitMessage]) -> None:
-        discard_uncommitted(self.fileio, self.table_schema, messages)
+        seeds = sequence_seeds(self.fileio, snapshot if snapshot is not None else self.latest_snapshot())
+        discard = functools.partial(discard_uncommitted, self.fileio, self.table_schema)
+        return TableWriter(self.fileio, self.table_schema, self.merge_function, seeds, discard)
 
     def commit(
         self,
