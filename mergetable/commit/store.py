@@ -1,8 +1,9 @@
 """The committed state of a table: its schema, snapshots, tags and live files, and their upkeep.
 
-:class:`TableStore` is the read-only side of :class:`mergetable.Table` (which adds writing, reading and
-compaction): everything a caller may ask about what a table holds, through documented accessors, so that
-no caller needs the managers behind them. The examples use ``t``, the table of the ``Table`` example.
+:class:`TableStore` is the metadata side of :class:`mergetable.Table` (which adds writing, reading and
+compaction): everything a caller may ask about what a table holds, plus tags, snapshot expiration and
+orphan cleaning, through documented members, so that no caller needs the managers behind them. The
+examples use ``t``, the table of the ``Table`` example.
 """
 
 from __future__ import annotations

@@ -274,7 +274,7 @@ class PartialUpdate(EngineBase):
         masks: np.ndarray | None,
     ) -> tuple[dict[str, pa.Array], np.ndarray]:
         sub, _ = layout.restrict(groups)
-        scalar_values, scalar_kinds = fold_groups_scalar(self, sub, masks is not None)
+        scalar_values, scalar_kinds = fold_groups_scalar(self, self.cfg, self.nullable, sub, masks is not None)
         targets = np.flatnonzero(groups)
         out = {c: scatter(arr, targets, scalar_values[c]) for c, arr in values.items()}
         kinds = kinds.copy()

@@ -8,18 +8,16 @@ writes a column a record did not write is left alone (and counts as NULL in an o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from mergetable.core.errors import MergeError
 from mergetable.core.rowkind import RowKind
+from mergetable.merge.engines.base import EngineBase
 from mergetable.merge.engines.sequence_groups import PARTIAL_UPDATE_DELETE, PartialUpdateConfig
-
-if TYPE_CHECKING:
-    from mergetable.merge.engines.partial_update import PartialUpdate
-    from mergetable.merge.layout import Layout
+from mergetable.merge.layout import Layout
 
 
 @dataclass
@@ -188,9 +186,10 @@ def fold_key(
 
 
 def fold_groups_scalar(
-    engine: PartialUpdate, layout: Layout, has_masks: bool
+    engine: EngineBase, cfg: PartialUpdateConfig, nullable: dict[str, bool], layout: Layout, has_masks: bool
 ) -> tuple[dict[str, pa.Array], np.ndarray]:
-    """Fold every group of a contiguous ``layout`` record by record."""
+    """Fold every group of a contiguous ``layout`` record by record (``engine``: the partial-update engine
+    whose configuration ``cfg`` and column nullability ``nullable`` are given)."""
     columns = engine.data_columns(layout.rows)
     py = {c: layout.column(c).to_pylist() for c in columns}
     kinds = layout.kinds.tolist()
@@ -204,7 +203,7 @@ def fold_groups_scalar(
             if masks is not None:
                 written = frozenset(c for c in columns if (int(masks[i, engine.bits[c][0]]) >> engine.bits[c][1]) & 1)
             records.append(Record(kinds[i], {c: py[c][i] for c in columns}, written))
-        row, kind = fold_key(engine.cfg, columns, engine.nullable, records)
+        row, kind = fold_key(cfg, columns, nullable, records)
         for c in columns:
             out[c][g] = row[c]
         out_kinds[g] = kind
