@@ -20,6 +20,7 @@ from mergetable.commit.store import TableStore
 from mergetable.compaction.job import CompactionJob, Executor, Progress
 from mergetable.core.errors import MergeTableError, SchemaError, TableExistsError, TableNotFoundError
 from mergetable.core.fileio import FileIO
+from mergetable.core.options import DEFAULT_SPLIT_SIZE
 from mergetable.core.predicates import Filters, normalize_filters
 from mergetable.core.schema import TableSchema
 from mergetable.merge import validate_merge_options
@@ -264,7 +265,7 @@ class Table(TableStore):
         snapshot_id: int | None = None,
         timestamp_ms: int | None = None,
         tag: str | None = None,
-        target_split_size: int = 128 << 20,
+        target_split_size: int = DEFAULT_SPLIT_SIZE,
         incremental_between: tuple[SnapshotRef, SnapshotRef] | None = None,
     ) -> list[Split]:
         """The splits a read of these arguments (see :meth:`read`) covers, for :meth:`split_reader`.

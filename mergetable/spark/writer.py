@@ -34,7 +34,7 @@ from mergetable.commit.discard import discard_uncommitted
 from mergetable.core import paths
 from mergetable.core.errors import OptionsError, SchemaError
 from mergetable.core.fileio import FileIO
-from mergetable.core.options import MergeEngine
+from mergetable.core.options import MIB, MergeEngine
 from mergetable.core.schema import TableSchema
 from mergetable.merge import validate_merge_options
 from mergetable.metadata.models import CommitMessage
@@ -44,7 +44,7 @@ from mergetable.table import Table, create_table, open_table, table_exists
 
 COMMIT_IDENTIFIER = 1
 STAGING_DIR = paths.STAGING_DIR
-_CHUNK_BYTES = 32 << 20
+_CHUNK_BYTES = 32 * MIB
 
 
 @dataclass(frozen=True)
