@@ -1,4 +1,4 @@
-"""Doctest namespace: ``pa``, ``mt`` and, for the member examples of :class:`mergetable.Table`, ``t``.
+"""Doctest namespace for the member examples of :class:`mergetable.Table`: ``pa``, ``mt`` and ``t``.
 
 ``t`` is a fresh table in a temporary directory, made exactly as the ``Table`` class docstring shows:
 columns ``id`` (the key) and ``v``, snapshot 1 writing ``{1: "a", 2: "b"}`` and snapshot 2 ``{2: "B"}``.
@@ -11,10 +11,12 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+_TABLE_EXAMPLES = ("mergetable.table.", "mergetable.commit.store.")
+
 
 @pytest.fixture(autouse=True)
 def _doctest_table(request: pytest.FixtureRequest) -> None:
-    if type(request.node).__name__ != "DoctestItem":
+    if type(request.node).__name__ != "DoctestItem" or not request.node.name.startswith(_TABLE_EXAMPLES):
         return
     import mergetable as mt
 
