@@ -6,6 +6,7 @@ order within a commit), for every merge engine; no COMPACT snapshot changes the 
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mergetable as mt
+from mergetable.commit.discard import discard_uncommitted
 from mergetable.write.writer import TableWriter
 
 Row = tuple[str, int, int | None, str | None]
@@ -205,7 +207,8 @@ def _legacy_writer(t: mt.Table) -> TableWriter:
     top: dict[tuple[tuple[str | None, ...], int], int] = {}
     for partition, bucket, f in t.files():
         top[(partition, bucket)] = max(top.get((partition, bucket), -1), f.max_sequence_number)
-    return TableWriter(t.fileio, t.table_schema, t.merge_function, lambda p, b: top.get((p, b), -1) + 1)
+    discard = functools.partial(discard_uncommitted, t.fileio, t.table_schema)
+    return TableWriter(t.fileio, t.table_schema, t.merge_function, lambda p, b: top.get((p, b), -1) + 1, discard)
 
 
 def _keep_numbers(messages: Any, start: int, snapshot_id: int | None = None) -> tuple[list[Any], int]:

@@ -10,7 +10,6 @@ from compaction_support import SCHEMA, batch, create, state
 
 import mergetable as mt
 from mergetable.metadata.models import FileSource
-from mergetable.write.files import data_file_path
 
 
 def _changes(t: mt.Table, previous: int) -> list[tuple[str, int, int | None, str | None]]:
@@ -80,7 +79,7 @@ def test_snapshot_ordering_numbers_every_record_with_its_snapshot_id(table_uri: 
     t.compact(full=True)
     assert state(t) == expected
     [(_, _, top)] = t.files()
-    kv = pq.read_table(data_file_path(t.fileio, t.table_schema, (), 0, top.file_name)).to_pydict()
+    kv = pq.read_table(t.path_factory.data_file((), 0, top.file_name)).to_pydict()
     assert dict(zip(kv["k"], kv["_SEQUENCE_NUMBER"], strict=True)) == {0: 1, 1: 3, 2: 3, 3: 2}
     t.write(*batch([("+I", 0, 9, "later")]))
     assert state(t)[0] == (9, "later")
