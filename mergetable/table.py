@@ -8,8 +8,8 @@ from __future__ import annotations
 import itertools
 import logging
 import uuid
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Unpack
 
 import pyarrow as pa
 
@@ -28,20 +28,22 @@ from mergetable.core.errors import (
     TableNotFoundError,
 )
 from mergetable.core.fileio import FileIO
+from mergetable.core.filters import bind_filters
 from mergetable.core.options import TableOptions
-from mergetable.core.predicates import Filters, normalize_filters
+from mergetable.core.predicates import Filters
+from mergetable.core.read_options import DEFAULT_SPLIT_SIZE, ReadArgs, ReadRequest, Timestamp, TimeTravel
 from mergetable.core.schema import TableSchema
 from mergetable.merge import MergeFunction, create_merge_function, validate_merge_options
 from mergetable.metadata.models import CommitMessage, DataFileMeta, Snapshot, Tag
 from mergetable.read.incremental import (
     SnapshotRef,
-    delta_splits,
     read_changelog,
     resolve_range,
     snapshots_between,
 )
 from mergetable.read.reader import SplitReader
-from mergetable.read.scan import Planner, Split
+from mergetable.read.request import plan_request, resolve_travel
+from mergetable.read.scan import Split
 from mergetable.write.files import data_file_path
 from mergetable.write.input import RowKindArg, to_arrow_table
 from mergetable.write.writer import TableWriter
@@ -264,19 +266,15 @@ class Table:
         return self.snapshot_manager.load(snapshot_id)
 
     def resolve_snapshot(
-        self, snapshot_id: int | None = None, timestamp_ms: int | None = None, tag: str | None = None
+        self,
+        snapshot_id: int | None = None,
+        timestamp_ms: Timestamp | None = None,
+        tag: str | None = None,
+        version: int | str | None = None,
     ) -> Snapshot | None:
-        """The snapshot a read should use (latest when nothing is given)."""
-        given = [x for x in (snapshot_id, timestamp_ms, tag) if x is not None]
-        if len(given) > 1:
-            raise MergeTableError("give at most one of snapshot_id, timestamp_ms and tag")
-        if snapshot_id is not None:
-            return self.snapshot_manager.load(int(snapshot_id))
-        if timestamp_ms is not None:
-            return self.snapshot_manager.at_or_before(int(timestamp_ms))
-        if tag is not None:
-            return self.tag_manager.get(tag).to_snapshot()
-        return self.snapshot_manager.latest()
+        """The snapshot a read should use (latest when nothing is given); see :class:`ReadRequest`."""
+        travel = TimeTravel.of(snapshot_id, timestamp_ms, tag, version)
+        return resolve_travel(self.snapshot_manager, self.tag_manager, travel)
 
     def create_tag(self, name: str, snapshot_id: int | None = None, time_retained_ms: int | None = None) -> Tag:
         snap = self.resolve_snapshot(snapshot_id=snapshot_id)
@@ -294,75 +292,47 @@ class Table:
     def plan(
         self,
         filter: Filters | None = None,
-        snapshot_id: int | None = None,
-        timestamp_ms: int | None = None,
-        tag: str | None = None,
-        target_split_size: int = 128 << 20,
-        incremental_between: tuple[SnapshotRef, SnapshotRef] | None = None,
+        target_split_size: int = DEFAULT_SPLIT_SIZE,
+        **args: Unpack[ReadArgs],
     ) -> list[Split]:
-        dnf = normalize_filters(filter, self.schema)
-        if incremental_between is not None:
-            if any(x is not None for x in (snapshot_id, timestamp_ms, tag)):
-                raise MergeTableError("incremental_between cannot be combined with snapshot_id, timestamp_ms or tag")
-            start, end = resolve_range(self.snapshot_manager, self.tag_manager, incremental_between)
-            return delta_splits(
-                self.manifests, snapshots_between(self.snapshot_manager, start, end), self.table_schema, dnf
-            )
-        snap = self.resolve_snapshot(snapshot_id, timestamp_ms, tag)
-        return Planner(self.manifests, self.table_schema).plan(snap, dnf, target_split_size)
+        """The splits a read of ``filter`` at the requested snapshot (or range) reads, pruned."""
+        args.setdefault("split_size", target_split_size)
+        request = ReadRequest.of(filter=filter, **args)
+        dnf = bind_filters(request.filter, self.schema)
+        return plan_request(self.manifests, self.snapshot_manager, self.tag_manager, self.table_schema, request, dnf)
 
     def split_reader(self, columns: Sequence[str] | None = None, filter: Filters | None = None) -> SplitReader:
         if columns is not None:
             for c in columns:
                 if c not in self.table_schema.column_names:
                     raise SchemaError("column not found in table schema", c)
-        dnf = normalize_filters(filter, self.schema)
+        dnf = bind_filters(filter, self.schema)
         return SplitReader(self.fileio, self.table_schema, self.merge_function, columns, dnf)
 
-    def _tables(
-        self,
-        columns: Sequence[str] | None,
-        filter: Filters | None,
-        snapshot_id: int | None,
-        timestamp_ms: int | None,
-        tag: str | None,
-        incremental_between: tuple[SnapshotRef, SnapshotRef] | None = None,
-    ) -> tuple[pa.Schema, Iterator[pa.Table]]:
-        reader = self.split_reader(columns, filter)
-        splits = self.plan(filter, snapshot_id, timestamp_ms, tag, incremental_between=incremental_between)
-        return reader.out_schema, reader.read_splits(splits)
-
     def read(
-        self,
-        columns: Sequence[str] | None = None,
-        filter: Filters | None = None,
-        snapshot_id: int | None = None,
-        timestamp_ms: int | None = None,
-        tag: str | None = None,
-        incremental_between: tuple[SnapshotRef, SnapshotRef] | None = None,
+        self, columns: Sequence[str] | None = None, filter: Filters | None = None, **args: Unpack[ReadArgs]
     ) -> pa.Table:
         """The merged rows of a snapshot (latest by default) as one Arrow table.
 
+        Time travel: ``snapshot_id``, ``timestamp_ms`` (epoch millis, ``datetime`` or ISO-8601 string; no
+        zone = local time), ``tag`` or ``version`` (a tag name, else a snapshot id); at most one.
         ``incremental_between=(start, end)`` (snapshot ids or tag names, start exclusive) reads instead,
         per key, the merge of what the data commits in that range wrote (Paimon's ``delta`` incremental
-        read); see :meth:`changelog` for the changes with their row kinds.
+        read); see :meth:`changelog` for the changes with their row kinds. ``filter`` follows
+        :mod:`mergetable.core.filters` (SQL nulls, Spark's NaN order, literals coerced to the column type).
         """
-        schema, tables = self._tables(columns, filter, snapshot_id, timestamp_ms, tag, incremental_between)
-        parts = list(tables)
-        return pa.concat_tables(parts) if parts else schema.empty_table()
+        return self.scan(columns, filter, **args).read_all()
 
     def scan(
-        self,
-        columns: Sequence[str] | None = None,
-        filter: Filters | None = None,
-        snapshot_id: int | None = None,
-        timestamp_ms: int | None = None,
-        tag: str | None = None,
-        incremental_between: tuple[SnapshotRef, SnapshotRef] | None = None,
+        self, columns: Sequence[str] | None = None, filter: Filters | None = None, **args: Unpack[ReadArgs]
     ) -> pa.RecordBatchReader:
         """Like :meth:`read`, streamed: memory is bounded by one section of one bucket at a time."""
-        schema, tables = self._tables(columns, filter, snapshot_id, timestamp_ms, tag, incremental_between)
-        return pa.RecordBatchReader.from_batches(schema, (b for t in tables for b in t.to_batches()))
+        request = ReadRequest.of(columns, filter, **args)
+        reader = self.split_reader(request.columns, request.filter)
+        dnf = bind_filters(request.filter, self.schema)
+        splits = plan_request(self.manifests, self.snapshot_manager, self.tag_manager, self.table_schema, request, dnf)
+        tables = reader.read_splits(splits)
+        return pa.RecordBatchReader.from_batches(reader.out_schema, (b for t in tables for b in t.to_batches()))
 
     def files(self, snapshot_id: int | None = None) -> list[tuple[tuple[str | None, ...], int, DataFileMeta]]:
         """(partition, bucket, file) of every live data file."""
