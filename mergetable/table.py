@@ -29,9 +29,9 @@ from mergetable.core.errors import (
 )
 from mergetable.core.fileio import FileIO
 from mergetable.core.filters import bind_filters
-from mergetable.core.options import TableOptions
+from mergetable.core.options import DEFAULT_SPLIT_SIZE, TableOptions
 from mergetable.core.predicates import Filters
-from mergetable.core.read_options import DEFAULT_SPLIT_SIZE, ReadArgs, ReadRequest, Timestamp, TimeTravel
+from mergetable.core.read_options import ReadArgs, ReadRequest, Timestamp, TimeTravel
 from mergetable.core.schema import TableSchema
 from mergetable.merge import MergeFunction, create_merge_function, validate_merge_options
 from mergetable.metadata.models import CommitMessage, DataFileMeta, Snapshot, Tag

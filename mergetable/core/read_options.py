@@ -33,10 +33,9 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from mergetable.core.errors import OptionsError
-from mergetable.core.options import parse_list, parse_memory_size
+from mergetable.core.options import DEFAULT_SPLIT_SIZE, parse_list, parse_memory_size
 from mergetable.core.predicates import Conjunct, Filters
 
-DEFAULT_SPLIT_SIZE = 128 << 20
 SnapshotRef = int | str
 Timestamp = int | str | datetime.datetime | datetime.date
 

@@ -21,6 +21,7 @@ from mergetable.core.write_options import WRITE_KEYS, WRITE_TUNABLES, restore_fi
 from mergetable.core.write_options import WriteOptions as CoreWriteOptions
 
 _SPARK_READ_KEYS = ("path", "pushdown", "batch-size")
+#: Default rows per Arrow batch a Spark reader yields (``batch-size``).
 DEFAULT_BATCH_SIZE = 256 * 1024
 READ_KEYS = frozenset({*_SPARK_READ_KEYS, STORAGE_JSON, *READ_OPTION_KEYS})
 
