@@ -236,3 +236,10 @@ def test_every_front_end_returns_the_same_rows(spark: SparkSession, table: mt.Ta
     for n, (sql, dnf) in enumerate(CASES):
         got = {"filter option": option[n], "SQL, pushdown off": sql_off[n], "SQL, pushdown on": sql_on[n]}
         assert got == dict.fromkeys(got, expected[n]), (sql, dnf, expected[n], got)
+
+
+def test_a_bad_filter_option_literal_names_the_column(spark: SparkSession, table: mt.Table) -> None:
+    with pytest.raises(Exception, match="column 'dt'"):
+        mts.read(spark, table.uri, filter=[("dt", "=", "not a date")]).collect()
+    with pytest.raises(mt.FilterError, match="column 'dt'"):
+        table.read(filter=[("dt", "=", "not a date")])
