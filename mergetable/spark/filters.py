@@ -5,8 +5,9 @@ A filter is *accepted* only when mergetable applies it with exactly Spark's sema
 uses it to prune partitions, buckets and key ranges, and applies it to the merged rows. Everything else
 goes back to Spark. Not accepted:
 
-* columns of floating-point type (Spark orders NaN above every number and makes NaN = NaN; Arrow does not),
-  and of nested, binary or time types;
+* columns of floating-point type (nothing to prune by: their statistics leave NaN out), and of nested,
+  binary or time types;
+* comparisons whose literal no value of the column can equal (binding would rewrite them);
 * ``IsNull``/``IsNotNull`` and the string filters (no DNF operator for them);
 * ``NOT IN`` on a nullable column or with a NULL in the list (Spark's three-valued logic);
 * nested column paths, and literals that do not convert to the column's type.
