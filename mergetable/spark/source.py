@@ -41,6 +41,8 @@ def pushdown_scoped_per_scan() -> bool:
 def resolve_snapshot_id(table: Table, request: ReadRequest) -> int | None:
     """The snapshot id a read of ``request`` uses (None: the table has no snapshot)."""
     t = request.travel
+    if not t.given:
+        return table.latest_snapshot_id()
     snap = table.resolve_snapshot(t.snapshot_id, t.timestamp_ms, t.tag, t.version)
     if snap is None and t.given:
         key, value = request.source or ("time travel", "?")
