@@ -411,6 +411,9 @@ class Table:
         """Expire old snapshots per ``snapshot.*`` options, deleting files no kept snapshot or tag uses."""
         return expire_snapshots(self.fileio, self.table_schema, now_ms)
 
-    def remove_orphan_files(self, older_than_ms: int | None = None, dry_run: bool = False) -> list[str]:
-        """Delete files no snapshot or tag references, older than ``older_than_ms`` (default: 1 day ago)."""
-        return remove_orphan_files(self.fileio, self.table_schema, older_than_ms, dry_run)
+    def remove_orphan_files(
+        self, older_than_ms: int | None = None, dry_run: bool = False, force: bool = False
+    ) -> list[str]:
+        """Delete the table's own files that no snapshot or tag references, older than ``older_than_ms``
+        (default: 1 day ago; a younger cutoff needs ``force``). See docs/maintenance.md for the rules."""
+        return remove_orphan_files(self.fileio, self.table_schema, older_than_ms, dry_run, force)

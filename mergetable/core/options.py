@@ -17,6 +17,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from mergetable.core.errors import OptionsError
+from mergetable.core.names import check_name_option
 
 
 class MergeEngine(StrEnum):
@@ -212,6 +213,9 @@ class TableOptions(BaseModel):
         ):
             if value <= 0:
                 raise OptionsError(key, f"must be positive, got {value}")
+        check_name_option("data-file.prefix", self.data_file_prefix)
+        check_name_option("changelog-file.prefix", self.changelog_file_prefix)
+        check_name_option("partition.default-name", self.partition_default_name, leading=False)
         if self.commit_max_retries < 0:
             raise OptionsError("commit.max-retries", "must be >= 0")
         if self.manifest_merge_min_count < 1:
