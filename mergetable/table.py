@@ -185,7 +185,7 @@ class Table:
         if snaps and touched:
             try:
                 self.compaction_job().after_write(touched, snaps[-1].commit_identifier)
-            except (MergeTableError, OSError) as exc:  # the data is committed: do not report the write as failed
+            except Exception as exc:  # the data is committed: never report the write as failed
                 log.warning("compaction after snapshot %d failed and was skipped: %s", snaps[-1].id, exc)
         return snaps[-1] if snaps else None
 

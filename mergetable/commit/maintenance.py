@@ -136,9 +136,7 @@ def remove_orphan_files(
     found = list(candidates(fileio, schema))  # listed before the references are read: newer files are young
     used = used_files(fileio, schema)
     orphans = sorted(
-        path
-        for path, mtime in found
-        if path not in used and (mtime * 1000 <= cutoff if mtime is not None else force)
+        path for path, mtime in found if path not in used and (mtime * 1000 <= cutoff if mtime is not None else force)
     )
     if not dry_run:
         fileio.delete_quietly(orphans)

@@ -85,9 +85,7 @@ def _is_table(fileio: FileIO, directory: str) -> bool:
     return any(is_dir and name in _TABLE_MARKERS for name, is_dir, _ in fileio.list_entries(directory))
 
 
-def _files(
-    fileio: FileIO, directory: str, own: Callable[[str], bool], temp_of: tuple[str, ...]
-) -> Iterator[Candidate]:
+def _files(fileio: FileIO, directory: str, own: Callable[[str], bool], temp_of: tuple[str, ...]) -> Iterator[Candidate]:
     """Files directly in ``directory`` that are ours: ``own(name)``, or temporary files of names starting
     with one of ``temp_of``."""
     for name, is_dir, mtime in fileio.list_entries(directory):

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from mergetable.core.floats import order_keys
 from mergetable.core.predicates import encode_stat
 from mergetable.metadata.models import SimpleStats
 
@@ -24,6 +26,13 @@ def _has_order(t: pa.DataType) -> bool:
     return not (pa.types.is_nested(t) or pa.types.is_null(t))
 
 
+def _float_min_max(col: pa.ChunkedArray) -> tuple[float, float]:
+    """min and max in the total order of float keys (NaN greatest, -0.0 below 0.0)."""
+    values = np.asarray(col.drop_null().to_numpy(), dtype=np.float64)
+    keys = order_keys(values)
+    return float(values[int(np.argmin(keys))]), float(values[int(np.argmax(keys))])
+
+
 def column_stats(table: pa.Table, columns: Sequence[str]) -> SimpleStats:
     """min/max/null count of ``columns`` (min/max None for unordered types)."""
     mins: list[Any] = []
@@ -33,7 +42,11 @@ def column_stats(table: pa.Table, columns: Sequence[str]) -> SimpleStats:
         col = table.column(c)
         t = col.type
         nulls.append(col.null_count)
-        if _has_order(t) and len(col) > col.null_count:
+        if pa.types.is_floating(t) and len(col) > col.null_count:
+            lo, hi = _float_min_max(col)
+            mins.append(encode_stat(lo, t))
+            maxs.append(encode_stat(hi, t))
+        elif _has_order(t) and len(col) > col.null_count:
             mm = pc.min_max(_storage(col))
             mins.append(encode_stat(mm["min"].as_py(), t))
             maxs.append(encode_stat(mm["max"].as_py(), t))
