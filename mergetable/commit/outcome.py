@@ -6,7 +6,7 @@ lost), or in a way the client cannot tell apart. :func:`publish_snapshot_file` n
 error it reads the file back (with retries). Our exact bytes there mean the commit landed (a snapshot
 names manifests with fresh UUIDs, so no other commit can write the same bytes); other bytes mean another
 commit took the id; no file means the create was not applied, and it is tried again. Only when storage
-keeps failing is the outcome unknown: then :class:`CommitStateUnknownError` is raised and the caller
+keeps failing *and* the read-backs fail too is the outcome unknown: then :class:`CommitStateUnknownError` is raised and the caller
 must keep every file the snapshot references, since it may be published.
 """
 
@@ -20,7 +20,7 @@ from mergetable.core.fileio import FileIO
 
 PUBLISH_ATTEMPTS = 4
 READ_BACK_ATTEMPTS = 4
-_BASE_WAIT_S = 0.05
+_BASE_WAIT_S = 0.02
 
 
 def _pause(attempt: int) -> None:
@@ -52,6 +52,8 @@ def publish_snapshot_file(fileio: FileIO, path: str, data: bytes, attempts: int 
     Raises:
         CommitStateUnknownError: Storage kept failing and whether ``data`` was published cannot be told;
             the caller must not delete anything the snapshot references.
+        Exception: The last create's error, when every create failed and the file is confirmed absent
+            (nothing was published).
     """
     failed = False
     error: BaseException | None = None
@@ -72,4 +74,6 @@ def publish_snapshot_file(fileio: FileIO, path: str, data: bytes, attempts: int 
             return existing == data
         # Not there: the create was not applied (yet). A late arrival of it makes the next create fail
         # with "exists" and the read-back above then finds our bytes.
-    raise CommitStateUnknownError(f"cannot publish {path}: storage failed {attempts} times ({error})") from error
+    # Every create failed and the last read-back saw no file: nothing was published.
+    assert error is not None
+    raise error

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from mergetable.core import paths
@@ -64,34 +65,61 @@ def write_kv_files(
     metas: list[DataFileMeta] = []
     start = 0
     n = rows.num_rows
-    while start < n:
-        name = paths.new_file_name(prefix, 0, ".parquet")
-        path = f"{directory}/{name}"
-        with afs.open_output_stream(path) as sink:
-            writer = pq.ParquetWriter(
-                sink,
-                schema.file_schema,
-                compression=compression,
-                compression_level=opts.file_compression_level,
-                write_statistics=True,
-                use_dictionary=_dictionary_columns(schema.file_schema),
+    written: list[str] = []
+    try:
+        while start < n:
+            name = paths.new_file_name(prefix, 0, ".parquet")
+            path = f"{directory}/{name}"
+            written.append(path)
+            end, size = _write_file(afs, path, rows, start, target, compression, opts.file_compression_level, schema)
+            metas.append(
+                _file_meta(
+                    schema, rows.slice(start, end - start), name, size, level, file_source, changelog, write_cols
+                )
             )
-            end = start
-            try:
-                while end < n:
-                    chunk = rows.slice(end, ROW_GROUP_ROWS)
-                    writer.write_table(chunk, row_group_size=ROW_GROUP_ROWS)
-                    end += chunk.num_rows
-                    if sink.tell() >= target:
-                        break
-            finally:
-                writer.close()
-            size = sink.tell()
-        metas.append(
-            _file_meta(schema, rows.slice(start, end - start), name, size, level, file_source, changelog, write_cols)
-        )
-        start = end
+            start = end
+    except BaseException:
+        # Nothing of a failed call stays behind: not the partial file, not the files written before it.
+        fileio.delete_quietly(written)
+        raise
     return metas
+
+
+def _write_file(
+    afs: pafs.FileSystem,
+    path: str,
+    rows: pa.Table,
+    start: int,
+    target: int,
+    compression: str,
+    level: int | None,
+    schema: TableSchema,
+) -> tuple[int, int]:
+    """Write rows from ``start`` into one Parquet file until it reaches ``target`` bytes: (end row, size).
+
+    Pages carry CRC checksums, which readers verify.
+    """
+    with afs.open_output_stream(path) as sink:
+        writer = pq.ParquetWriter(
+            sink,
+            schema.file_schema,
+            compression=compression,
+            compression_level=level,
+            write_statistics=True,
+            use_dictionary=_dictionary_columns(schema.file_schema),
+            write_page_checksum=True,
+        )
+        end = start
+        try:
+            while end < rows.num_rows:
+                chunk = rows.slice(end, ROW_GROUP_ROWS)
+                writer.write_table(chunk, row_group_size=ROW_GROUP_ROWS)
+                end += chunk.num_rows
+                if sink.tell() >= target:
+                    break
+        finally:
+            writer.close()
+        return end, sink.tell()
 
 
 def _file_meta(
