@@ -5,9 +5,10 @@ ways: before it was applied (connection refused, a 5xx answer), after it was app
 lost), or in a way the client cannot tell apart. :func:`publish_snapshot_file` never guesses: after an
 error it reads the file back (with retries). Our exact bytes there mean the commit landed (a snapshot
 names manifests with fresh UUIDs, so no other commit can write the same bytes); other bytes mean another
-commit took the id; no file means the create was not applied, and it is tried again. Only when storage
-keeps failing *and* the read-backs fail too is the outcome unknown: then :class:`CommitStateUnknownError` is raised and the caller
-must keep every file the snapshot references, since it may be published.
+commit took the id; no file means the create was not applied, and it is tried again (when every create
+fails with the file confirmed absent, the storage error is raised: nothing was published). Only when the
+read-backs fail too is the outcome unknown: then :class:`CommitStateUnknownError` is raised and the
+caller must keep every file the snapshot references, since it may be published.
 """
 
 from __future__ import annotations
