@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 
 from mergetable.core.floats import order_keys
 from mergetable.core.predicates import encode_stat
+from mergetable.core.stats_mode import StatsMode, truncate_max, truncate_min
 from mergetable.metadata.models import SimpleStats
 
 
@@ -20,6 +21,9 @@ def _storage(col: pa.ChunkedArray | pa.Array | pa.Scalar) -> pa.ChunkedArray | p
     if pa.types.is_temporal(t):
         return col.cast(pa.int32() if t.bit_width == 32 else pa.int64())
     return col
+
+
+FULL = StatsMode("full")
 
 
 def _has_order(t: pa.DataType) -> bool:
@@ -33,26 +37,28 @@ def _float_min_max(col: pa.ChunkedArray) -> tuple[float, float]:
     return float(values[int(np.argmin(keys))]), float(values[int(np.argmax(keys))])
 
 
-def column_stats(table: pa.Table, columns: Sequence[str]) -> SimpleStats:
-    """min/max/null count of ``columns`` (min/max None for unordered types)."""
+def column_stats(table: pa.Table, columns: Sequence[str], modes: Sequence[StatsMode] | None = None) -> SimpleStats:
+    """min/max/null count of ``columns`` (min/max None for unordered types), as ``modes`` says (default full)."""
     mins: list[Any] = []
     maxs: list[Any] = []
     nulls: list[int | None] = []
-    for c in columns:
+    for i, c in enumerate(columns):
+        mode = modes[i] if modes is not None else FULL
         col = table.column(c)
         t = col.type
-        nulls.append(col.null_count)
-        if pa.types.is_floating(t) and len(col) > col.null_count:
+        nulls.append(col.null_count if mode.counts else None)
+        lo = hi = None
+        if not mode.bounds or len(col) == col.null_count:
+            pass
+        elif pa.types.is_floating(t):
             lo, hi = _float_min_max(col)
-            mins.append(encode_stat(lo, t))
-            maxs.append(encode_stat(hi, t))
-        elif _has_order(t) and len(col) > col.null_count:
+        elif _has_order(t):
             mm = pc.min_max(_storage(col))
-            mins.append(encode_stat(mm["min"].as_py(), t))
-            maxs.append(encode_stat(mm["max"].as_py(), t))
-        else:
-            mins.append(None)
-            maxs.append(None)
+            lo, hi = mm["min"].as_py(), mm["max"].as_py()
+            if mode.kind == "truncate" and isinstance(lo, str | bytes):
+                lo, hi = truncate_min(lo, mode.length), truncate_max(hi, mode.length)
+        mins.append(encode_stat(lo, t))
+        maxs.append(encode_stat(hi, t))
     return SimpleStats(min_values=tuple(mins), max_values=tuple(maxs), null_counts=tuple(nulls))
 
 

@@ -134,6 +134,7 @@ def _file_meta(
 ) -> DataFileMeta:
     keys = schema.trimmed_primary_keys
     value_cols = [c for c in schema.column_names if c not in keys]
+    opts = schema.table_options
     seq = part.column(SEQUENCE_NUMBER)
     kinds = np.asarray(part.column(VALUE_KIND).to_numpy())
     key_stats = column_stats(part, keys)
@@ -149,7 +150,7 @@ def _file_meta(
         min_key=min_key,
         max_key=max_key,
         key_stats=key_stats,
-        value_stats=column_stats(part, value_cols),
+        value_stats=column_stats(part, value_cols, [opts.field_stats_mode(c) for c in value_cols]),
         value_stats_cols=tuple(value_cols),
         min_sequence_number=int(seq_mm["min"].as_py()),
         max_sequence_number=int(seq_mm["max"].as_py()),
