@@ -35,7 +35,7 @@ def test_max_rounds_up_and_gives_up_when_it_cannot() -> None:
 
 def test_modes_parse_and_bad_modes_name_the_option(table_uri: str) -> None:
     assert parse_stats_mode("TRUNCATE(8)").length == 8
-    with pytest.raises(mt.OptionsError, match="metadata.stats-mode"):
+    with pytest.raises(mt.OptionsError, match=r"metadata\.stats-mode"):
         mt.create_table(table_uri, SCHEMA, primary_key=["k"], options={"metadata.stats-mode": "truncate(0)"})
     with pytest.raises(mt.OptionsError, match=r"fields\.v\.stats-mode"):
         mt.create_table(table_uri, SCHEMA, primary_key=["k"], options={"fields.v.stats-mode": "most"})
