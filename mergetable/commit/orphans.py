@@ -52,20 +52,21 @@ def check_cutoff(older_than_ms: int | None, force: bool, now_ms: int | None = No
 def candidates(fileio: FileIO, schema: TableSchema) -> Iterator[Candidate]:
     """(path, mtime in seconds) of every file under the table that mergetable could have made and may delete."""
     opts = schema.table_options
-    root = fileio.root
-    manifest = ("manifest-",)
-    yield from _files(fileio, fileio.join(paths.MANIFEST_DIR), lambda n: n.startswith(manifest), manifest)
-    snapshot = ("snapshot-", paths.LATEST, paths.EARLIEST)
-    yield from _files(fileio, fileio.join(paths.SNAPSHOT_DIR), lambda n: False, snapshot)
+    factory = paths.PathFactory.for_table(fileio.root, schema)
+    manifest = (paths.MANIFEST_PREFIX,)
+    yield from _files(fileio, factory.manifest_dir, lambda n: n.startswith(manifest), manifest)
+    snapshot = (paths.SNAPSHOT_PREFIX, paths.LATEST, paths.EARLIEST)
+    yield from _files(fileio, factory.snapshot_dir, lambda n: False, snapshot)
     prefixes = (opts.data_file_prefix, opts.changelog_file_prefix)
 
     def data_name(name: str) -> bool:
-        return name.startswith(prefixes) and name.endswith(".parquet")
+        return name.startswith(prefixes) and name.endswith(paths.DATA_FILE_EXTENSION)
 
     keys = [paths.escape_partition_value(k) + "=" for k in schema.partition_keys]
-    for directory in _partition_dirs(fileio, root, keys):
+    for directory in _partition_dirs(fileio, fileio.root, keys):
         for name, is_dir, _ in fileio.list_entries(directory):
-            if is_dir and name.startswith("bucket-") and name[len("bucket-") :].isdigit():
+            bucket = name[len(paths.BUCKET_PREFIX) :]
+            if is_dir and name.startswith(paths.BUCKET_PREFIX) and bucket.isdigit():
                 yield from _files(fileio, f"{directory}/{name}", data_name, prefixes)
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,9 +19,20 @@ import pyarrow.fs as pafs
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
+from mergetable.core import paths
 from mergetable.core.errors import CommitStateUnknownError
 
 _MEMORY_LOCK = threading.Lock()
+
+
+def _write_file(path: str, data: bytes, *, sync: bool) -> str:
+    """Write ``data`` to the local file ``path`` (flushed to disk when ``sync``) and return ``path``."""
+    with open(path, "wb") as fh:
+        fh.write(data)
+        if sync:
+            fh.flush()
+            os.fsync(fh.fileno())
+    return path
 
 
 class FileIO:
@@ -42,7 +52,7 @@ class FileIO:
 
     # -- paths ------------------------------------------------------------------------------------
     def join(self, *parts: str) -> str:
-        return "/".join([self.root, *[p.strip("/") for p in parts if p]])
+        return paths.join(self.root, *parts)
 
     # -- reading ----------------------------------------------------------------------------------
     def _fresh(self, path: str) -> None:
@@ -111,13 +121,9 @@ class FileIO:
 
     def write_bytes(self, path: str, data: bytes) -> None:
         """Write (overwrite) a whole file; local writes go through a temp file and an atomic rename."""
-        parent = path.rsplit("/", 1)[0]
-        self.makedirs(parent)
+        self.makedirs(path.rsplit("/", 1)[0])
         if self.is_local:
-            tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
+            os.replace(_write_file(paths.temp_path(path), data, sync=False), path)
         else:
             self.fs.pipe_file(path, data)
 
@@ -130,11 +136,7 @@ class FileIO:
         parent = path.rsplit("/", 1)[0]
         self.makedirs(parent)
         if self.is_local:
-            tmp = f"{parent}/.{path.rsplit('/', 1)[-1]}.{uuid.uuid4().hex}.tmp"
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
+            tmp = _write_file(paths.temp_path(path), data, sync=True)
             try:
                 os.link(tmp, path)
                 return True
@@ -174,7 +176,7 @@ class FileIO:
 
 def _mtime(info: dict[str, Any]) -> float | None:
     """Modification time in seconds of an fsspec ``info`` entry, where the file system reports one."""
-    mtime = info.get("mtime") or info.get("LastModified") or info.get("created")
+    mtime: Any = info.get("mtime") or info.get("LastModified") or info.get("created")
     if hasattr(mtime, "timestamp"):
         mtime = mtime.timestamp()
     return float(mtime) if mtime is not None else None

@@ -47,7 +47,8 @@ def column_stats(table: pa.Table, columns: Sequence[str], modes: Sequence[StatsM
         col = table.column(c)
         t = col.type
         nulls.append(col.null_count if mode.counts else None)
-        lo = hi = None
+        lo: Any = None
+        hi: Any = None
         if not mode.bounds or len(col) == col.null_count:
             pass
         elif pa.types.is_floating(t):
