@@ -35,7 +35,7 @@ def test_name_options_reject_separators_and_dot_dot(table_uri: str, option: str,
 
 def test_prefixes_must_not_make_hidden_files(table_uri: str) -> None:
     for value in (".data-", "_data-"):
-        with pytest.raises(mt.OptionsError, match="data-file.prefix"):
+        with pytest.raises(mt.OptionsError, match=r"data-file\.prefix"):
             mt.create_table(table_uri, SCHEMA, primary_key=["id"], options={"data-file.prefix": value})
 
 
