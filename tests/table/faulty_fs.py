@@ -12,6 +12,8 @@ READS = frozenset({"cat_file", "exists", "ls", "find", "info", "size"})
 # ambiguous: applied, then the client times out; readback: lost, then the next reads fail too;
 # unknown: lost, then every read fails until the faults are cleared.
 MODES = ("fail", "lost", "ambiguous", "readback", "unknown")
+# A read that was "applied" and then failed is just a failed read: those modes target writes only.
+WRITES_ONLY = frozenset({"lost", "ambiguous", "readback"})
 
 
 class FaultyFS:
@@ -20,13 +22,15 @@ class FaultyFS:
     def __init__(self, fs: Any) -> None:
         self._fs = fs
         self.calls: list[tuple[str, str]] = []
+        self.targets = 0
         self.at: int | None = None
         self.mode = "fail"
         self.fired: tuple[str, str] | None = None
         self.failing_reads = 0
 
     def arm(self, at: int | None, mode: str = "fail") -> None:
-        self.calls, self.at, self.mode, self.fired, self.failing_reads = [], at, mode, None, 0
+        """Fail the ``at``-th storage call (counting only writes for :data:`WRITES_ONLY` modes)."""
+        self.calls, self.at, self.mode, self.fired, self.failing_reads, self.targets = [], at, mode, None, 0, 0
 
     def disarm(self) -> None:
         """Storage works again (``fired`` still tells which call failed)."""
@@ -40,11 +44,14 @@ class FaultyFS:
 
     def _wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
-            index = len(self.calls)
             self.calls.append((name, str(args[0]) if args else ""))
             if name in READS and self.failing_reads:
                 self.failing_reads -= 1
                 raise ConnectionResetError(f"injected: read {name} failed")
+            if self.mode in WRITES_ONLY and name in READS:
+                return fn(*args, **kwargs)
+            index = self.targets
+            self.targets += 1
             if index != self.at:
                 return fn(*args, **kwargs)
             self.fired = self.calls[-1]

@@ -17,7 +17,10 @@ import mergetable as mt
 from mergetable.commit import manifests as manifest_cache
 
 SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("v", pa.string())])
-NOW_MS = int(time.time() * 1000)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def _files(root: Path) -> set[str]:
@@ -102,7 +105,7 @@ def test_orphan_cleaning_deletes_only_its_own_files(tmp_path: Path) -> None:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(b"junk")
     before = _files(root)
-    later = NOW_MS + 60_000
+    later = _now_ms() + 60_000
     listed = t.remove_orphan_files(older_than_ms=later, dry_run=True, force=True)
     assert {os.path.relpath(p, root) for p in listed} == ours
     assert _files(root) == before  # a dry run deletes nothing
@@ -119,10 +122,18 @@ def test_a_young_cutoff_needs_force(table_uri: str) -> None:
     orphan = t.fileio.join("bucket-0", "data-in-flight-0.parquet")
     t.fileio.write_bytes(orphan, b"a commit in flight")
     with pytest.raises(mt.OptionsError, match="older_than_ms"):
-        t.remove_orphan_files(older_than_ms=NOW_MS)
+        t.remove_orphan_files(older_than_ms=_now_ms())
     assert t.remove_orphan_files() == []  # default: older than one day
     assert t.fileio.exists(orphan)
-    cli = [sys.executable, "-m", "mergetable.cli.main", "orphans", table_uri, "--older-than-ms", str(NOW_MS + 60_000)]
+    cli = [
+        sys.executable,
+        "-m",
+        "mergetable.cli.main",
+        "orphans",
+        table_uri,
+        "--older-than-ms",
+        str(_now_ms() + 60_000),
+    ]
     refused = subprocess.run([*cli, "--json"], capture_output=True, text=True, timeout=120)
     assert refused.returncode == 1 and "--force" in refused.stderr
     forced = subprocess.run([*cli, "--json", "--force"], capture_output=True, text=True, timeout=120)
