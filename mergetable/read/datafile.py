@@ -28,13 +28,19 @@ def read_data_file(
     meta: DataFileMeta,
     columns: Sequence[str],
     filter_expr: pc.Expression | None = None,
+    row_group_pruning: bool = True,
 ) -> pa.Table:
-    """``columns`` of the data file at ``path`` (rows matching ``filter_expr``), verified against ``meta``."""
+    """``columns`` of the data file at ``path`` (rows matching ``filter_expr``), verified against ``meta``.
+
+    ``row_group_pruning=False`` applies ``filter_expr`` after reading rather than letting Parquet
+    statistics skip row groups (they cannot be trusted for NaN).
+    """
+    pushed = filter_expr if row_group_pruning else None
     try:
         table = pq.read_table(
             path,
             columns=list(columns),
-            filters=filter_expr,
+            filters=pushed,
             filesystem=afs,
             use_threads=True,
             page_checksum_verification=True,
@@ -45,6 +51,6 @@ def read_data_file(
         if not fileio.exists(path):
             raise DataFileError(path, "data file is missing (the table references it)") from None
         raise DataFileError(path, f"cannot read data file (corrupt?): {exc}") from exc
-    if filter_expr is None and table.num_rows != meta.row_count:
+    if pushed is None and table.num_rows != meta.row_count:
         raise DataFileError(path, f"holds {table.num_rows} rows but the table recorded {meta.row_count} (corrupt?)")
-    return table
+    return table if pushed is not None or filter_expr is None else table.filter(filter_expr)
