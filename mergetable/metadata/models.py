@@ -7,12 +7,16 @@ underscore). The JSON Schema of each is published in ``spec/`` and kept in sync 
 from __future__ import annotations
 
 from enum import IntEnum, StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from mergetable.core.model import FORMAT_VERSION as FORMAT_VERSION
 from mergetable.core.model import JsonModel, Versioned
+from mergetable.core.names import check_stored_name
+
+FileName = Annotated[str, AfterValidator(check_stored_name)]
+"""A file name recorded in metadata: a bare, visible name, so every path is the table root plus it."""
 
 
 class FileKind(IntEnum):
@@ -46,7 +50,7 @@ class SimpleStats(JsonModel):
 class DataFileMeta(JsonModel):
     """One data or changelog file of a bucket."""
 
-    file_name: str
+    file_name: FileName
     file_size: int
     row_count: int
     min_key: tuple[Any, ...]
@@ -60,7 +64,7 @@ class DataFileMeta(JsonModel):
     max_sequence_number: int
     schema_id: int
     level: int
-    extra_files: tuple[str, ...] = ()
+    extra_files: tuple[FileName, ...] = ()
     creation_time: int
     delete_row_count: int | None = None
     file_source: FileSource = FileSource.APPEND
@@ -107,7 +111,7 @@ class PartitionStats(JsonModel):
 class ManifestFileMeta(JsonModel):
     """One row of a manifest list."""
 
-    file_name: str
+    file_name: FileName
     file_size: int
     num_added_files: int
     num_deleted_files: int
@@ -130,11 +134,11 @@ class Snapshot(Versioned):
 
     id: int
     schema_id: int
-    base_manifest_list: str
+    base_manifest_list: FileName
     base_manifest_list_size: int | None = None
-    delta_manifest_list: str
+    delta_manifest_list: FileName
     delta_manifest_list_size: int | None = None
-    changelog_manifest_list: str | None = None
+    changelog_manifest_list: FileName | None = None
     changelog_manifest_list_size: int | None = None
     commit_user: str
     commit_identifier: int
