@@ -20,10 +20,9 @@ from mergetable.core.fileio import FileIO
 from mergetable.core.predicates import Filters
 from mergetable.core.rowkind import ROW_KIND_COLUMN
 from mergetable.core.schema import TableSchema
-from mergetable.read.changes import ChangeKind, ChangePlanner, ChangeSplit, read_changes
+from mergetable.read.changes import ChangePlanner, read_changes
 from mergetable.read.incremental import SnapshotRef, resolve_range, resolve_timestamp_range
 from mergetable.read.reader import SplitReader
-from mergetable.read.scan import Planner
 from mergetable.read.scan_modes import IncrementalMode, StreamOptions, parse_incremental_mode, parse_timestamp
 from mergetable.read.stream import ChangeBatch, ChangeStream, follow
 
@@ -105,9 +104,8 @@ class ChangeData:
         reader = self.split_reader(columns, filter)
         if snap is None:
             return as_audit_log(read_changes(reader, []))
-        splits = Planner(self.manifests, self.table_schema).plan(snap, reader.dnf)  # every level, unlike a stream
-        changes = [ChangeSplit(ChangeKind.FULL, s) for s in splits]
-        return as_audit_log(read_changes(reader, changes))
+        planner = ChangePlanner(self.manifests, self.snapshot_manager, self.table_schema)
+        return as_audit_log(read_changes(reader, planner.snapshot(snap, reader.dnf)))
 
     # -- streaming ----------------------------------------------------------------------------------------------
     def stream(self, options: Mapping[str, Any] | None = None, **kwargs: Any) -> ChangeStream:

@@ -79,6 +79,10 @@ class ChangePlanner:
         self.schema = schema
         self.producer = schema.table_options.changelog_producer
 
+    def snapshot(self, snapshot: Snapshot, dnf: list[Conjunct] | None = None) -> list[ChangeSplit]:
+        """Every row of ``snapshot`` as an insert (the ``$audit_log`` view of a snapshot)."""
+        return [ChangeSplit(ChangeKind.FULL, s) for s in Planner(self.manifests, self.schema).plan(snapshot, dnf)]
+
     def full(self, snapshot: Snapshot, dnf: list[Conjunct] | None = None) -> list[ChangeSplit]:
         """The rows of ``snapshot`` as inserts, from the levels whose changelog was already produced."""
         min_level = 0
