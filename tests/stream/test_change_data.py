@@ -43,7 +43,7 @@ def test_deletes_are_visible_in_incremental_ranges(table_uri: str) -> None:
 
 
 def test_diff_mode_pairs_updates_and_skips_unchanged_buckets(table_uri: str) -> None:
-    t = create(table_uri, **{"bucket": "4"})
+    t = create(table_uri, bucket="4")
     put(t, {k: k for k in range(20)})
     put(t, {5: 500})
     t.compact(full=True)
@@ -69,7 +69,7 @@ def test_timestamps_give_the_range(table_uri: str) -> None:
     put(t, {1: 10})
     put(t, {2: 20})
     put(t, {3: 30})
-    s1, s2, s3 = t.snapshots()
+    s1, _, s3 = t.snapshots()
     by_ts = t.changelog(timestamps=(s1.time_millis, s3.time_millis))
     assert changes(by_ts) == changes(t.changelog(1, 3))
     assert changes(t.changelog(timestamps=(0, s1.time_millis))) == [("+I", 1, 10)]
