@@ -14,12 +14,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from conftest import quiet_session
-
 
 def main(uri: str, checkpoint: str, out_dir: str, delay: float) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from conftest import quiet_session  # the tests' root conftest (run as a script, not under pytest)
+
     spark = quiet_session("mergetable-stream-driver")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
