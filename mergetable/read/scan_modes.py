@@ -137,7 +137,15 @@ class StreamOptions:
 
     @classmethod
     def parse(cls, options: Mapping[str, object]) -> StreamOptions:
-        """Parse the streaming keys of ``options`` (other keys are ignored here)."""
+        """Parse the streaming keys of ``options`` (other keys are ignored here).
+
+        >>> StreamOptions.parse({"startingVersion": "5"}).scan_mode
+        <ScanMode.FROM_SNAPSHOT: 'from-snapshot'>
+        >>> StreamOptions.parse({"scan.mode": "latest", "scan.snapshot-id": "5"})
+        Traceback (most recent call last):
+        ...
+        mergetable.core.errors.OptionsError: option 'scan.snapshot-id': has no meaning with scan.mode 'latest'
+        """
         opts = _lower(options)
         raw_mode = opts.get("scan.mode", "default").strip().lower()
         try:
