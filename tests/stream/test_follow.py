@@ -109,7 +109,7 @@ def test_consumers_resume_protect_and_expire(three: mt.Table) -> None:
     t2.table_schema = t2.table_schema.with_options(aggressive)
     time.sleep(0.01)
     result = t2.expire_snapshots()
-    assert result.expired_snapshots == [1] and t2.snapshot_manager.earliest_id() == 2
+    assert result.expired_snapshots == [1] and t2.snapshots()[0].id == 2
     with pytest.raises(mt.MergeTableError, match=r"snapshots 2\.\.4"):
         t.reset_consumer("etl", 1)
     # an idle consumer is retired, then nothing protects snapshot 2 any more
@@ -117,7 +117,7 @@ def test_consumers_resume_protect_and_expire(three: mt.Table) -> None:
     t2.table_schema = idle
     result = t2.expire_snapshots()
     assert result.expired_consumers == ["etl"] and t2.consumers() == {}
-    assert t2.snapshot_manager.earliest_id() == 3
+    assert t2.snapshots()[0].id == 3
     t.reset_consumer("again", 3)
     t.delete_consumer("again")
     with pytest.raises(mt.SnapshotNotFoundError, match="consumer 'again'"):
@@ -131,7 +131,7 @@ def test_an_expired_position_is_a_typed_error(three: mt.Table) -> None:
     t.table_schema = t.table_schema.with_options({"snapshot.num-retained.min": "1", "snapshot.time-retained": "1 ms"})
     time.sleep(0.01)
     t.expire_snapshots()
-    assert t.snapshot_manager.earliest_id() == 3
+    assert t.snapshots()[0].id == 3
     with pytest.raises(SnapshotExpiredError, match="snapshot 1 was expired") as info:
         drain(t, **{"scan.snapshot-id": "1"})
     assert info.value.snapshot_id == 1 and "scan.mode 'latest-full'" in str(info.value)
