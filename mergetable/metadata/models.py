@@ -195,6 +195,8 @@ class CommitMessage(JsonModel):
 
 
 class ConsumerProgress(JsonModel):
+    """Content of ``consumer/consumer-<id>``: the first snapshot a named streaming reader has not read yet."""
+
     next_snapshot: int
 
 
@@ -206,5 +208,6 @@ MODELS: tuple[type[JsonModel], ...] = (
     ManifestList,
     Snapshot,
     Tag,
+    ConsumerProgress,
     CommitMessage,
 )
