@@ -39,7 +39,7 @@ from mergetable.read.change_api import AUDIT_ROW_KIND
 from mergetable.read.changes import ChangeSplit
 from mergetable.read.scan_modes import IncrementalOptions, StreamOptions
 from mergetable.read.stream import ChangeStream, Position
-from mergetable.spark.options import CHANGE_KEYS
+from mergetable.spark.options import CHANGE_KEYS, READ_CHANGELOG_KEYS
 from mergetable.spark.types import conform_for_spark, spark_arrow_schema
 from mergetable.table import Table
 
@@ -50,13 +50,14 @@ READ_CHANGELOG = "read.changelog"
 def wants_changes(options: Mapping[str, str]) -> bool:
     """Whether a read asks for change rows (a ``_row_kind`` column)."""
     opts = {str(k).lower(): str(v) for k, v in options.items()}
-    if READ_CHANGELOG in opts:
-        try:
-            return parse_bool(opts[READ_CHANGELOG])
-        except ValueError as exc:
-            raise OptionsError(READ_CHANGELOG, str(exc)) from None
+    for key in READ_CHANGELOG_KEYS:
+        if key in opts:
+            try:
+                return parse_bool(opts[key])
+            except ValueError as exc:
+                raise OptionsError(key, str(exc)) from None
     time_travel_too = {"scan.snapshot-id", "scan.timestamp-millis", "scan.timestamp", "scan.tag-name"}
-    return any(k in opts for k in CHANGE_KEYS - time_travel_too - {READ_CHANGELOG})
+    return any(k in opts for k in CHANGE_KEYS - time_travel_too - set(READ_CHANGELOG_KEYS))
 
 
 def split_audit_log(path: str) -> tuple[str, bool]:
@@ -118,7 +119,8 @@ class MergeTableStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 READ_CHANGELOG,
                 "a mergetable stream delivers changes with their kind in a _row_kind column; Spark infers one "
                 "schema for batch and streaming reads of a Python data source, so ask for it with "
-                ".option('read.changelog', 'true') (any scan option such as scan.mode does too)",
+                ".option('read.changelog', 'true') or Delta's .option('readChangeFeed', 'true') (any scan option "
+                "such as scan.mode does too)",
             )
         table.split_reader(columns)  # every column must exist
         self.stream = ChangeStream(table.fileio, table.table_schema, options)

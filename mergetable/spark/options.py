@@ -24,8 +24,10 @@ from mergetable.read.scan_modes import INCREMENTAL_KEYS, STREAM_KEYS
 _SPARK_READ_KEYS = ("path", "pushdown", "batch-size")
 #: Default rows per Arrow batch a Spark reader yields (``batch-size``).
 DEFAULT_BATCH_SIZE = 256 * 1024
-#: change data: Paimon's streaming and incremental options and Paimon Spark's ``read.changelog``
-CHANGE_KEYS = frozenset({*STREAM_KEYS, *INCREMENTAL_KEYS, "read.changelog"})
+#: Paimon Spark's switch for change rows, and Delta's spelling of it (lower case, as Spark passes keys)
+READ_CHANGELOG_KEYS = ("read.changelog", "readchangefeed")
+#: change data: Paimon's streaming and incremental options and the change-row switches
+CHANGE_KEYS = frozenset({*STREAM_KEYS, *INCREMENTAL_KEYS, *READ_CHANGELOG_KEYS})
 READ_KEYS = frozenset({*_SPARK_READ_KEYS, STORAGE_JSON, *READ_OPTION_KEYS, *CHANGE_KEYS})
 
 

@@ -195,6 +195,9 @@ def test_batch_change_data_in_spark(spark: SparkSession, history: mt.Table) -> N
 
     assert read(**{"incremental-between": "1,2"}) == [("+I", 1, 11)]
     assert read(**{"incremental-between": "1,4"}) == [("+I", 1, 11), ("-D", 2, None)]  # the delete is visible
+    assert read(readChangeFeed="true", **{"incremental-between": "1,4"}) == read(**{"incremental-between": "1,4"})
+    with pytest.raises(Exception, match="readchangefeed"):
+        read(readChangeFeed="maybe", **{"incremental-between": "1,4"})
     assert read(**{"incremental-between": "1,4", "incremental-between-scan-mode": "diff"}) == [
         ("+U", 1, 11),
         ("-D", 2, 20),
