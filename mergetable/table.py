@@ -17,9 +17,11 @@ from mergetable.commit.committer import Committer, Overwrite
 from mergetable.commit.maintenance import ExpireResult, expire_snapshots, remove_orphan_files
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.snapshots import SnapshotManager, TagManager
+from mergetable.commit.txn import Txn, committed_version, make_txn
 from mergetable.compaction.job import CompactionJob, Executor, Progress
 from mergetable.core import paths
 from mergetable.core.errors import (
+    AlreadyCommittedError,
     CommitStateUnknownError,
     CorruptMetadataError,
     MergeTableError,
@@ -166,16 +168,19 @@ class Table:
         commit_user: str | None = None,
         identifier: int | None = None,
         properties: dict[str, str] | None = None,
+        txn: Txn | None = None,
     ) -> Snapshot | None:
         """Publish files written by writers as one snapshot (plus a COMPACT one if compaction files are present).
 
         On failure the table is unchanged and the messages' files are deleted, unless the outcome is
-        unknown (:class:`CommitStateUnknownError`), in which case they are kept.
+        unknown (:class:`CommitStateUnknownError`), in which case they are kept. With ``txn`` (see
+        :mod:`mergetable.commit.txn`) a version already committed raises :class:`AlreadyCommittedError`
+        (files deleted, table unchanged).
         """
         spec = self._overwrite_spec(messages, overwrite)
         committer = Committer(self.fileio, self.table_schema, commit_user or str(uuid.uuid4()))
         try:
-            snaps = committer.commit(messages, identifier or next(_identifiers), spec, properties)
+            snaps = committer.commit(messages, identifier or next(_identifiers), spec, properties, txn)
         except CommitStateUnknownError:
             raise
         except BaseException:
@@ -225,6 +230,8 @@ class Table:
         row_kind: RowKindArg = None,
         overwrite: bool | dict[str, Any] = False,
         target_columns: Sequence[str] | None = None,
+        txn_app_id: str | None = None,
+        txn_version: int | None = None,
     ) -> Snapshot | None:
         """Write rows as one atomic commit and return the new snapshot (None if nothing was written).
 
@@ -233,7 +240,11 @@ class Table:
         ``overwrite``: True replaces the table (partitioned tables: only the partitions present in the
         data, unless ``dynamic-partition-overwrite`` is false), or a partition spec ``{"dt": "2024-01-01"}``.
         ``target_columns``: write only these columns (a partial write; must include the primary key).
+        ``txn_app_id`` + ``txn_version``: an idempotent write (Delta's ``txnAppId``/``txnVersion``): when a
+        version >= ``txn_version`` of that application is already committed, nothing is written, a message
+        is logged and None is returned (:meth:`txn_version` tells the last committed version).
         """
+        txn = make_txn(txn_app_id, txn_version)
         writer = self.new_writer()
         try:
             writer.write(data, row_kind, target_columns)
@@ -243,7 +254,15 @@ class Table:
             raise
         if not messages and overwrite is False:
             return None
-        return self.commit(messages, overwrite)
+        try:
+            return self.commit(messages, overwrite, txn=txn)
+        except AlreadyCommittedError as exc:
+            log.warning("%s", exc)
+            return None
+
+    def txn_version(self, app_id: str) -> int | None:
+        """The last version of application ``app_id`` committed with ``txn_app_id``/``txnAppId`` (None: never)."""
+        return committed_version(self.snapshot_manager.latest(), app_id)
 
     def delete(self, keys: Any) -> Snapshot | None:
         """Delete rows by primary key (``keys`` holds the key columns; other columns may be omitted)."""

@@ -18,8 +18,9 @@ from typing import Any
 
 from mergetable.commit.manifests import ManifestIO, fold
 from mergetable.commit.snapshots import SnapshotManager
+from mergetable.commit.txn import Txn, carried_properties, committed_version
 from mergetable.core import paths
-from mergetable.core.errors import CommitConflictError, CommitStateUnknownError
+from mergetable.core.errors import AlreadyCommittedError, CommitConflictError, CommitStateUnknownError
 from mergetable.core.fileio import FileIO
 from mergetable.core.predicates import comparable
 from mergetable.core.schema import TableSchema
@@ -72,13 +73,18 @@ class Committer:
         identifier: int,
         overwrite: Overwrite | None = None,
         properties: dict[str, str] | None = None,
+        txn: Txn | None = None,
     ) -> list[Snapshot]:
-        """Commit the data increment (APPEND/OVERWRITE) then the compaction increment (COMPACT)."""
+        """Commit the data increment (APPEND/OVERWRITE) then the compaction increment (COMPACT).
+
+        ``txn`` makes the data commit idempotent (see :mod:`mergetable.commit.txn`): it raises
+        :class:`AlreadyCommittedError` and commits nothing when the application's version is already there.
+        """
         out = []
         data_msgs = [m for m in messages if m.new_files or m.deleted_files or m.changelog_files]
         if data_msgs or overwrite is not None:
             kind = CommitKind.OVERWRITE if overwrite is not None else CommitKind.APPEND
-            out.append(self._commit_with_retry(data_msgs, kind, identifier, overwrite, properties))
+            out.append(self._commit_with_retry(data_msgs, kind, identifier, overwrite, properties, txn))
         compact_msgs = [m for m in messages if m.compact_before or m.compact_after or m.compact_changelog_files]
         if compact_msgs:
             out.append(self._commit_with_retry(compact_msgs, CommitKind.COMPACT, identifier, None, properties))
@@ -92,6 +98,7 @@ class Committer:
         identifier: int,
         overwrite: Overwrite | None,
         properties: dict[str, str] | None,
+        txn: Txn | None = None,
     ) -> Snapshot:
         opts = self.options
         started = time.monotonic()
@@ -105,7 +112,12 @@ class Committer:
                 done = self.snapshots.find_committed(self.commit_user, identifier, first_latest)
                 if done is not None and done.commit_kind is kind:
                     return done
-            result = self._try_commit_once(latest, messages, kind, identifier, overwrite, properties)
+            if txn is not None:
+                committed = committed_version(latest, txn.app_id)
+                if committed is not None and committed >= txn.version:
+                    raise AlreadyCommittedError(txn.app_id, txn.version, committed)
+            props = carried_properties(latest, properties, txn)
+            result = self._try_commit_once(latest, messages, kind, identifier, overwrite, props)
             if result is not None:
                 self.snapshots.commit_hint(result.id)
                 return result
