@@ -180,7 +180,8 @@ class Table:
         spec = self._overwrite_spec(messages, overwrite)
         committer = Committer(self.fileio, self.table_schema, commit_user or str(uuid.uuid4()))
         try:
-            snaps = committer.commit(messages, identifier or next(_identifiers), spec, properties, txn)
+            ident = identifier if identifier is not None else next(_identifiers)
+            snaps = committer.commit(messages, ident, spec, properties, txn)
         except CommitStateUnknownError:
             raise
         except BaseException:

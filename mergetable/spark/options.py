@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mergetable.commit.txn import Txn, make_txn
 from mergetable.core.errors import OptionsError
 from mergetable.core.options import TableOptions, normalize_option_keys, parse_list, parse_memory_size
 from mergetable.core.predicates import Conjunct
@@ -52,7 +53,10 @@ READ_KEYS = frozenset(
 PRIMARY_KEY_KEYS = ("primary-key", "primary-keys")
 PARTITION_KEYS = ("partition-keys", "partition-key", "partition")
 ROW_KIND_COLUMN = "row-kind-column"
-WRITE_KEYS = frozenset({"path", STORAGE_JSON, ROW_KIND_COLUMN, *PRIMARY_KEY_KEYS, *PARTITION_KEYS})
+TXN_APP_ID, TXN_VERSION = "txnappid", "txnversion"  # Delta's idempotent-write options (txnAppId, txnVersion)
+WRITE_KEYS = frozenset(
+    {"path", STORAGE_JSON, ROW_KIND_COLUMN, TXN_APP_ID, TXN_VERSION, *PRIMARY_KEY_KEYS, *PARTITION_KEYS}
+)
 # table options a write may set differently from the table's (they tune this write only)
 WRITE_TUNABLES = frozenset(
     {
@@ -242,6 +246,7 @@ class WriteOptions:
     partition_keys: tuple[str, ...] | None = None
     row_kind_column: str | None = None
     table_options: dict[str, str] = field(default_factory=dict)
+    txn: Txn | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str], columns: list[str]) -> WriteOptions:
@@ -266,6 +271,7 @@ class WriteOptions:
             partition_keys=parse_list(parts) if parts is not None else None,
             row_kind_column=_restore_column(ROW_KIND_COLUMN, rk.strip(), columns) if rk else None,
             table_options=table,
+            txn=make_txn(opts.get(TXN_APP_ID), opts.get(TXN_VERSION), "txnAppId", "txnVersion"),
         )
 
     def check_against(

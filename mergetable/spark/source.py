@@ -25,6 +25,7 @@ from mergetable.core.errors import OptionsError, SnapshotNotFoundError
 from mergetable.core.predicates import normalize_filters
 from mergetable.spark.options import ReadOptions, parse_int_option, parse_timestamp_ms
 from mergetable.spark.reader import MergeTableReader, PushdownMergeTableReader, created_for_pushdown
+from mergetable.spark.sink import MergeTableStreamWriter, plan_stream_write
 from mergetable.spark.types import spark_schema
 from mergetable.spark.writer import MergeTableWriter, plan_write
 from mergetable.table import Table, open_table
@@ -101,6 +102,9 @@ class MergeTableDataSource(DataSource):
     # -- writing ----------------------------------------------------------------------------------
     def writer(self, schema: StructType, overwrite: bool) -> MergeTableWriter:
         return MergeTableWriter(plan_write(dict(self.options), schema, overwrite))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> MergeTableStreamWriter:
+        return MergeTableStreamWriter(plan_stream_write(dict(self.options), schema, overwrite))
 
 
 def _typed(pred: tuple[str, str, Any], table: Table) -> tuple[str, str, Any]:

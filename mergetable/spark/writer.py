@@ -21,6 +21,7 @@ A zombie attempt still running after the sweep can leave an orphan file; it is n
 from __future__ import annotations
 
 import contextlib
+import logging
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +31,8 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StringType, StructType
 
-from mergetable.core.errors import OptionsError, SchemaError
+from mergetable.commit.txn import Txn
+from mergetable.core.errors import AlreadyCommittedError, OptionsError, SchemaError
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import MergeEngine
 from mergetable.core.schema import TableSchema
@@ -44,6 +46,8 @@ from mergetable.write.files import data_file_path
 COMMIT_IDENTIFIER = 1
 STAGING_DIR = "_spark_staging"
 _CHUNK_BYTES = 32 << 20
+DEFAULT_ROW_KIND_COLUMN = "_row_kind"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -61,10 +65,15 @@ class WriteJob:
     row_kind_column: str | None = None
     target_columns: tuple[str, ...] | None = None
     create_options: dict[str, str] = field(default_factory=dict)
+    txn: Txn | None = None
+    """The write's application transaction (``txnAppId``/``txnVersion``): skipped when already committed."""
+    user: str | None = None
+    """The commit user (default: one per job); streaming sinks use the query's, stable across restarts."""
+    identifier: int = COMMIT_IDENTIFIER
 
     @property
     def commit_user(self) -> str:
-        return f"spark-{self.job_id}"
+        return self.user or f"spark-{self.job_id}"
 
     @property
     def file_prefixes(self) -> tuple[str, str]:
@@ -119,6 +128,8 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
     columns = list(schema.fieldNames())
     wo = WriteOptions.parse(options, columns)
     rk = wo.row_kind_column
+    if rk is None and DEFAULT_ROW_KIND_COLUMN in columns:
+        rk = _default_row_kind_column(wo)
     if rk is not None and not isinstance(schema[rk].dataType, StringType):
         raise SchemaError("the row-kind column must be a STRING column holding +I, -U, +U or -D", rk)
     job_id = uuid.uuid4().hex
@@ -138,6 +149,7 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
             base_snapshot_id=table.snapshot_manager.latest_id(),
             row_kind_column=rk,
             target_columns=None if len(present) == len(table.schema) else tuple(present),
+            txn=wo.txn,
         )
     if not wo.primary_key:
         raise OptionsError(
@@ -156,7 +168,15 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
         job_id=job_id,
         row_kind_column=rk,
         create_options=dict(wo.table_options),
+        txn=wo.txn,
     )
+
+
+def _default_row_kind_column(wo: WriteOptions) -> str | None:
+    """``_row_kind`` (the column change reads produce) holds the row kinds unless the table has such a column."""
+    if table_exists(wo.uri, wo.storage) and DEFAULT_ROW_KIND_COLUMN in open_table(wo.uri, wo.storage).schema.names:
+        return None
+    return DEFAULT_ROW_KIND_COLUMN
 
 
 class MergeTableWriter(DataSourceArrowWriter):
@@ -219,12 +239,18 @@ class MergeTableWriter(DataSourceArrowWriter):
         job = self.job
         winners, losers = choose_attempts(messages)
         table = self._table_for_commit()
-        done = table.snapshot_manager.find_committed(job.commit_user, COMMIT_IDENTIFIER, job.base_snapshot_id)
+        done = table.snapshot_manager.find_committed(job.commit_user, job.identifier, job.base_snapshot_id)
+        keep = set().union(*(w.file_names for w in winners))
         if done is None:
             batch = [m for w in winners for m in w.messages]
             if batch or job.overwrite:
-                table.commit(batch, overwrite=job.overwrite, commit_user=job.commit_user, identifier=COMMIT_IDENTIFIER)
-        keep = set().union(*(w.file_names for w in winners))
+                try:
+                    table.commit(
+                        batch, job.overwrite, commit_user=job.commit_user, identifier=job.identifier, txn=job.txn
+                    )
+                except AlreadyCommittedError as exc:  # an idempotent replay: its files were deleted
+                    log.warning("%s", exc)
+                    keep = set()
         self._delete_files(table.fileio, [m for lo in losers for m in lo.messages], keep)
         self._clean_staging(table.fileio, {w.marker for w in winners}, keep)
 
@@ -270,7 +296,7 @@ class MergeTableWriter(DataSourceArrowWriter):
         if not table_exists(job.uri, job.storage):
             return set()
         table = job.table()
-        snap = table.snapshot_manager.find_committed(job.commit_user, COMMIT_IDENTIFIER, job.base_snapshot_id)
+        snap = table.snapshot_manager.find_committed(job.commit_user, job.identifier, job.base_snapshot_id)
         if snap is None:
             return set()
         entries = [*table.manifests.delta_entries(snap), *table.manifests.changelog_entries(snap)]
@@ -350,6 +376,7 @@ def _remove_if_empty(fileio: FileIO) -> None:
 
 __all__ = [
     "COMMIT_IDENTIFIER",
+    "DEFAULT_ROW_KIND_COLUMN",
     "STAGING_DIR",
     "MergeTableWriter",
     "TaskCommit",
