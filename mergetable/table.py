@@ -35,13 +35,8 @@ from mergetable.core.predicates import Filters, normalize_filters
 from mergetable.core.schema import TableSchema
 from mergetable.merge import MergeFunction, create_merge_function, validate_merge_options
 from mergetable.metadata.models import CommitMessage, DataFileMeta, Snapshot, Tag
-from mergetable.read.incremental import (
-    SnapshotRef,
-    delta_splits,
-    read_changelog,
-    resolve_range,
-    snapshots_between,
-)
+from mergetable.read.change_api import ChangeData
+from mergetable.read.incremental import SnapshotRef, delta_splits, resolve_range, snapshots_between
 from mergetable.read.reader import SplitReader
 from mergetable.read.scan import Planner, Split
 from mergetable.write.files import data_file_path
@@ -101,8 +96,12 @@ def table_exists(uri: str, storage_options: dict[str, Any] | None = None) -> boo
     return bool(fileio.list_names(fileio.join(paths.SCHEMA_DIR)))
 
 
-class Table:
-    """A mergetable table. Obtain with :func:`create_table` or :func:`open_table`."""
+class Table(ChangeData):
+    """A mergetable table. Obtain with :func:`create_table` or :func:`open_table`.
+
+    Change data (``changelog``, ``audit_log``, ``stream``, ``follow``, consumers) comes from
+    :class:`~mergetable.read.change_api.ChangeData`.
+    """
 
     def __init__(self, fileio: FileIO, schema: TableSchema) -> None:
         self.fileio = fileio
@@ -388,24 +387,6 @@ class Table:
         """(partition, bucket, file) of every live data file."""
         snap = self.resolve_snapshot(snapshot_id)
         return [(e.partition, e.bucket, e.file) for e in self.manifests.live_entries(snap)]
-
-    def changelog(
-        self,
-        start_snapshot_exclusive: SnapshotRef,
-        end_snapshot_inclusive: SnapshotRef,
-        columns: Sequence[str] | None = None,
-        filter: Filters | None = None,
-    ) -> pa.Table:
-        """The changes of snapshots ``(start, end]`` in commit order, with a ``_row_kind`` column (+I -U +U -D).
-
-        From the changelog files of ``changelog-producer`` input, lookup or full-compaction; with ``none``,
-        derived from each data commit's merged delta.
-        """
-        start, end = resolve_range(
-            self.snapshot_manager, self.tag_manager, (start_snapshot_exclusive, end_snapshot_inclusive)
-        )
-        snaps = snapshots_between(self.snapshot_manager, start, end)
-        return read_changelog(self.manifests, snaps, self.table_schema, self.split_reader(columns, filter))
 
     # -- maintenance ------------------------------------------------------------------------------
     def compaction_job(self, executor: Executor | None = None, progress: Progress | None = None) -> CompactionJob:

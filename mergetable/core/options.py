@@ -181,6 +181,7 @@ class TableOptions(BaseModel):
     snapshot_num_retained_max: Int = Field(2**31 - 1, alias="snapshot.num-retained.max")
     snapshot_time_retained: Duration = Field(3_600_000, alias="snapshot.time-retained")
     snapshot_expire_limit: Int = Field(50, alias="snapshot.expire.limit")
+    consumer_expiration_time: Duration | None = Field(None, alias="consumer.expiration-time")
     # compaction and changelog
     num_sorted_run_compaction_trigger: Int = Field(5, alias="num-sorted-run.compaction-trigger")
     num_sorted_run_stop_trigger: Int | None = Field(None, alias="num-sorted-run.stop-trigger")
@@ -280,6 +281,7 @@ _DURATION_FIELDS = frozenset(
         "commit_max_retry_wait",
         "snapshot_time_retained",
         "changelog_compaction_interval",
+        "consumer_expiration_time",
     }
 )
 

@@ -183,6 +183,8 @@ class CommitMessage(JsonModel):
 
 
 class ConsumerProgress(JsonModel):
+    """Content of ``consumer/consumer-<id>``: the first snapshot a named streaming reader has not read yet."""
+
     next_snapshot: int
 
 
@@ -194,5 +196,6 @@ MODELS: tuple[type[JsonModel], ...] = (
     ManifestList,
     Snapshot,
     Tag,
+    ConsumerProgress,
     CommitMessage,
 )

@@ -21,6 +21,7 @@ from mergetable.commit.txn import Txn, make_txn
 from mergetable.core.errors import OptionsError
 from mergetable.core.options import TableOptions, normalize_option_keys, parse_list, parse_memory_size
 from mergetable.core.predicates import Conjunct
+from mergetable.read.scan_modes import INCREMENTAL_KEYS, STREAM_KEYS
 
 STORAGE_PREFIX = "storage."
 STORAGE_JSON = "storage-options"
@@ -43,6 +44,9 @@ READ_KEYS = frozenset(
         "pushdown",
         "batch-size",
         *_INCREMENTAL_KEYS,
+        *INCREMENTAL_KEYS,
+        *STREAM_KEYS,
+        "read.changelog",
         STORAGE_JSON,
         *_SPLIT_SIZE_KEYS,
         *(k for keys in _TIME_TRAVEL.values() for k in keys),

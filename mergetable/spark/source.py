@@ -18,11 +18,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql.datasource import DataSource, DataSourceReader
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
 from pyspark.sql.types import StructType
 
 from mergetable.core.errors import OptionsError, SnapshotNotFoundError
 from mergetable.core.predicates import normalize_filters
+from mergetable.read.scan_modes import StreamOptions
+from mergetable.spark.changes import (
+    MergeTableStreamReader,
+    batch_change_reader,
+    split_audit_log,
+    wants_changes,
+    with_row_kind,
+)
 from mergetable.spark.options import ReadOptions, parse_int_option, parse_timestamp_ms
 from mergetable.spark.reader import MergeTableReader, PushdownMergeTableReader, created_for_pushdown
 from mergetable.spark.sink import MergeTableStreamWriter, plan_stream_write
@@ -72,7 +80,12 @@ class MergeTableDataSource(DataSource):
 
     # -- reading ----------------------------------------------------------------------------------
     def _read_options(self) -> ReadOptions:
-        return ReadOptions.parse(self.options)
+        options = dict(self.options)
+        path, self._audit_log = split_audit_log(str(options.get("path", "")))
+        return ReadOptions.parse({**options, "path": path} if self._audit_log else options)
+
+    def _changes(self) -> bool:
+        return bool(getattr(self, "_audit_log", False)) or wants_changes(self.options)
 
     def _pinned_snapshot(self, table: Table, opts: ReadOptions) -> int | None:
         pinned: Any = getattr(self, "_snapshot_id", _UNPINNED)
@@ -85,19 +98,28 @@ class MergeTableDataSource(DataSource):
         opts = self._read_options()
         table = open_table(opts.uri, opts.storage)
         self._pinned_snapshot(table, opts)
-        return spark_schema(table.schema, opts.columns)
+        schema = spark_schema(table.schema, opts.columns)
+        return with_row_kind(schema, self._audit_log) if self._changes() else schema
 
     def reader(self, schema: StructType) -> DataSourceReader:
         opts = self._read_options()
         table = open_table(opts.uri, opts.storage)
-        spark_schema(table.schema, schema.fieldNames())  # a user-given schema must name table columns
         dnf = normalize_filters(opts.filter, table.schema) if opts.filter is not None else None
         if dnf is not None:
             dnf = [[_typed(p, table) for p in conj] for conj in dnf]
+        if self._changes():
+            snapshot = self._pinned_snapshot(table, opts)
+            return batch_change_reader(table, schema, self.options, snapshot, dnf, opts.batch_size)
+        spark_schema(table.schema, schema.fieldNames())  # a user-given schema must name table columns
         pushdown = opts.pushdown == "true" or (opts.pushdown == "auto" and pushdown_scoped_per_scan())
         cls = PushdownMergeTableReader if pushdown and created_for_pushdown() else MergeTableReader
         snapshot = self._pinned_snapshot(table, opts)
         return cls(table, snapshot, schema, dnf, opts.split_size, opts.batch_size, opts.incremental_between)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        opts = self._read_options()
+        table = open_table(opts.uri, opts.storage)
+        return MergeTableStreamReader(table, schema, StreamOptions.parse(self.options), opts.batch_size)
 
     # -- writing ----------------------------------------------------------------------------------
     def writer(self, schema: StructType, overwrite: bool) -> MergeTableWriter:
