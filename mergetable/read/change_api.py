@@ -80,6 +80,15 @@ class ChangeData:
         has a ``changelog-producer``, else deltas), ``delta`` (each data commit merged per key; a retract
         is ``-D``; no before-images), ``changelog`` (the producer's changelog files) or ``diff`` (the
         difference between the two snapshots). ``timestamps=(t1, t2)`` gives the range as commit times.
+
+        >>> import tempfile, pyarrow as pa, mergetable as mt
+        >>> t = mt.create_table(tempfile.mkdtemp() + "/t", pa.schema([("k", pa.int64()), ("v", pa.int64())]), ["k"])
+        >>> _ = t.write(pa.table({"k": [1, 2], "v": [10, 20]}))
+        >>> _ = t.delete(pa.table({"k": [2]}))
+        >>> t.changelog(1, 2).to_pylist()
+        [{'k': 2, 'v': None, '_row_kind': '-D'}]
+        >>> t.changelog(0, 2, mode="diff").to_pylist()
+        [{'k': 1, 'v': 10, '_row_kind': '+I'}]
         """
         start, end = self.change_range(start_snapshot_exclusive, end_snapshot_inclusive, timestamps)
         reader = self.split_reader(columns, filter)
@@ -128,6 +137,14 @@ class ChangeData:
         ``options`` take the streaming read options (``scan.mode`` …, see :mod:`mergetable.read.scan_modes`).
         With ``consumer_id`` the progress is stored in the table: a new follower with the same id resumes
         after the last batch it handed out and asked past, and expiration keeps the snapshots it needs.
+
+        >>> import tempfile, pyarrow as pa, mergetable as mt
+        >>> t = mt.create_table(tempfile.mkdtemp() + "/t", pa.schema([("k", pa.int64())]), ["k"])
+        >>> _ = t.write(pa.table({"k": [1]}))
+        >>> [b.data.to_pylist() for b in t.follow(consumer_id="doc", stop_when_idle=True)]
+        [[{'k': 1, '_row_kind': '+I'}]]
+        >>> t.consumers()
+        {'doc': 2}
         """
         opts = dict(options or {})
         if consumer_id is not None:

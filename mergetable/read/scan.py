@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from mergetable.commit.manifests import ManifestIO
+from mergetable.core.options import DEFAULT_SPLIT_SIZE
 from mergetable.core.predicates import Conjunct, candidate_buckets, comparable, may_match
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import DataFileMeta, ManifestEntry, Snapshot
@@ -147,7 +148,7 @@ class Planner:
         self,
         snapshot: Snapshot | None,
         dnf: list[Conjunct] | None,
-        target_split_size: int = 128 << 20,
+        target_split_size: int = DEFAULT_SPLIT_SIZE,
         min_level: int = 0,
     ) -> list[Split]:
         """Splits of ``snapshot``'s live files (only those at ``min_level`` or above)."""

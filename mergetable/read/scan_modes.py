@@ -21,13 +21,16 @@ naming the option.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TypeVar
 
 from mergetable.commit.consumers import check_consumer_id
 from mergetable.core.errors import MergeTableError, OptionsError
 from mergetable.core.options import parse_bool, parse_duration_ms
+
+T = TypeVar("T")
 
 
 class ScanMode(StrEnum):
@@ -134,7 +137,15 @@ class StreamOptions:
 
     @classmethod
     def parse(cls, options: Mapping[str, object]) -> StreamOptions:
-        """Parse the streaming keys of ``options`` (other keys are ignored here)."""
+        """Parse the streaming keys of ``options`` (other keys are ignored here).
+
+        >>> StreamOptions.parse({"startingVersion": "5"}).scan_mode
+        <ScanMode.FROM_SNAPSHOT: 'from-snapshot'>
+        >>> StreamOptions.parse({"scan.mode": "latest", "scan.snapshot-id": "5"})
+        Traceback (most recent call last):
+        ...
+        mergetable.core.errors.OptionsError: option 'scan.snapshot-id': has no meaning with scan.mode 'latest'
+        """
         opts = _lower(options)
         raw_mode = opts.get("scan.mode", "default").strip().lower()
         try:
@@ -183,9 +194,9 @@ class StreamOptions:
             ),
             max_files_per_trigger=limits.get("files"),
             max_rows_per_trigger=limits.get("rows"),
-            drop_update_before=_bool(opts, "changelog.drop-update-before"),
-            read_overwrite=_bool(opts, "streaming-read-overwrite"),
-            discovery_interval_ms=_duration(opts, "continuous.discovery-interval", 10_000),
+            drop_update_before=_parsed(opts, "changelog.drop-update-before", parse_bool, False),
+            read_overwrite=_parsed(opts, "streaming-read-overwrite", parse_bool, False),
+            discovery_interval_ms=_parsed(opts, "continuous.discovery-interval", parse_duration_ms, 10_000),
         )
 
 
@@ -207,20 +218,11 @@ def _resolve_mode(mode: ScanMode, has_snapshot: bool, has_timestamp: bool, start
     return mode
 
 
-def _bool(opts: dict[str, str], key: str) -> bool:
-    if key not in opts:
-        return False
-    try:
-        return parse_bool(opts[key])
-    except ValueError as exc:
-        raise OptionsError(key, str(exc)) from None
-
-
-def _duration(opts: dict[str, str], key: str, default: int) -> int:
+def _parsed(opts: dict[str, str], key: str, parse: Callable[[str], T], default: T) -> T:
     if key not in opts:
         return default
     try:
-        return parse_duration_ms(opts[key])
+        return parse(opts[key])
     except ValueError as exc:
         raise OptionsError(key, str(exc)) from None
 

@@ -33,7 +33,13 @@ from mergetable.read.scan_modes import ScanMode, StreamOptions
 
 @dataclass(frozen=True, order=True)
 class Position:
-    """The next snapshot a stream reads; ``full``: read it in full (all rows as ``+I``) first."""
+    """The next snapshot a stream reads; ``full``: read it in full (all rows as ``+I``) first.
+
+    >>> Position(3).to_offset()
+    {'nextSnapshot': 3, 'fullScan': False}
+    >>> Position.from_offset({"nextSnapshot": 4, "fullScan": True})
+    Position(next_snapshot=4, full=True)
+    """
 
     next_snapshot: int
     full: bool = False

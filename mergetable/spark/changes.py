@@ -124,6 +124,7 @@ class MergeTableStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self.stream = ChangeStream(table.fileio, table.table_schema, options)
         self.rows = _ChangeRows(self.stream, schema, None, batch_size)
         self.until: int | None = None
+        self.committed: Position | None = None
 
     def initialOffset(self) -> dict[str, Any]:
         return self.stream.initial().to_offset()
@@ -140,10 +141,14 @@ class MergeTableStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         return ReadAllAvailable()
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit | None = None) -> dict[str, Any]:
+        position = Position.from_offset(start)
+        # Spark asks for the batch after `start` only once everything before `start` reached the sink, so the
+        # consumer's progress can be recorded here: Spark's own commit() of the last batch comes lazily, at the
+        # next batch or at the next run (never at the end of a Trigger.AvailableNow run).
+        self.commit(start)
         max_files = limit.max_files if isinstance(limit, ReadMaxFiles) else None
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        end = self.stream.latest(Position.from_offset(start), self.until, max_files, max_rows)
-        return end.to_offset()
+        return self.stream.latest(position, self.until, max_files, max_rows).to_offset()
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         latest = self.stream.snapshots.latest_id()
@@ -157,7 +162,10 @@ class MergeTableStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         yield from self.rows.rows(partition)
 
     def commit(self, end: dict[str, Any]) -> None:
-        self.stream.commit(Position.from_offset(end))
+        position = Position.from_offset(end)
+        if position != self.committed:
+            self.stream.commit(position)
+            self.committed = position
 
 
 def batch_change_reader(

@@ -34,7 +34,7 @@ from pyspark.sql.types import StringType, StructType
 from mergetable.commit.txn import Txn
 from mergetable.core.errors import AlreadyCommittedError, OptionsError, SchemaError
 from mergetable.core.fileio import FileIO
-from mergetable.core.options import MergeEngine
+from mergetable.core.options import MIB, MergeEngine
 from mergetable.core.schema import TableSchema
 from mergetable.merge import validate_merge_options
 from mergetable.metadata.models import CommitMessage
@@ -45,7 +45,7 @@ from mergetable.write.files import data_file_path
 
 COMMIT_IDENTIFIER = 1
 STAGING_DIR = "_spark_staging"
-_CHUNK_BYTES = 32 << 20
+_CHUNK_BYTES = 32 * MIB
 DEFAULT_ROW_KIND_COLUMN = "_row_kind"
 log = logging.getLogger(__name__)
 

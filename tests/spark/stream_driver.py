@@ -18,12 +18,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parents[1]))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-from conftest import quiet_session  # noqa: E402
-from pyspark.sql.datasource import WriterCommitMessage  # noqa: E402
-from pyspark.sql.types import StructType  # noqa: E402
+from conftest import quiet_session
+from pyspark.sql.datasource import WriterCommitMessage
+from pyspark.sql.types import StructType
 
-from mergetable.spark import MergeTableDataSource  # noqa: E402
-from mergetable.spark.sink import MergeTableStreamWriter  # noqa: E402
+from mergetable.spark import MergeTableDataSource
+from mergetable.spark.sink import MergeTableStreamWriter
 
 SCHEMA = "id long, v long"
 SINK_OPTIONS = {
@@ -40,7 +40,7 @@ def main() -> None:
     marker = sys.argv[5] if len(sys.argv) > 5 else ""
 
     class CrashingWriter(MergeTableStreamWriter):
-        def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
             super().commit(messages, batchId)
             if batchId == crash_batch:
                 Path(marker).write_text(str(batchId))
@@ -51,7 +51,7 @@ def main() -> None:
         def name(cls) -> str:
             return "mergetable_crashing"
 
-        def streamWriter(self, schema: StructType, overwrite: bool) -> MergeTableStreamWriter:  # noqa: N802
+        def streamWriter(self, schema: StructType, overwrite: bool) -> MergeTableStreamWriter:
             return CrashingWriter(super().streamWriter(schema, overwrite).job)
 
     spark = quiet_session("stream-driver")

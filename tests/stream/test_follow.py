@@ -10,6 +10,7 @@ import pytest
 
 import mergetable as mt
 from mergetable.core.errors import SnapshotExpiredError
+from mergetable.metadata.models import CommitKind
 from mergetable.read.stream import Position
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
@@ -166,3 +167,19 @@ def test_a_missing_tag_is_a_typed_error(three: mt.Table) -> None:
         drain(three, **{"scan.tag-name": "nope"})
     with pytest.raises(mt.SnapshotNotFoundError, match="tag 'nope'"):
         three.changelog("nope", 3)
+
+
+def test_overwrite_snapshots_are_skipped_unless_streaming_read_overwrite(table_uri: str) -> None:
+    t = create(table_uri)
+    put(t, {1: 10, 2: 20})
+    t.write(pa.table({"k": [2, 3], "v": [21, 30]}, schema=SCHEMA), overwrite=True)
+    assert t.snapshot(2).commit_kind is CommitKind.OVERWRITE
+    assert drain(t, **{"scan.snapshot-id": "2"}) == [[]]  # the snapshot passes, nothing in it is read
+    got = drain(t, **{"scan.snapshot-id": "2", "streaming-read-overwrite": "true"})
+    assert got == [[("+I", 3, 30), ("+U", 2, 21), ("-D", 1, 10), ("-U", 2, 20)]]
+
+
+def test_rows_per_trigger_limits_a_batch_to_whole_snapshots(three: mt.Table) -> None:
+    got = drain(three, **{"scan.snapshot-id": "1", "read.stream.maxRowsPerTrigger": "2"})
+    assert got == [[("+I", 1, 10), ("+I", 2, 20)], [("+I", 1, 11), ("-D", 2, None)]]  # 2 rows, then 1 + 1
+    assert len(drain(three, **{"scan.snapshot-id": "1", "maxRowsPerTrigger": "1"})) == 3
