@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from mergetable.commit.snapshots import SnapshotManager
-from mergetable.core.errors import OptionsError, SnapshotNotFoundError
+from mergetable.core.errors import OptionsError
 from mergetable.metadata.models import Snapshot
 
 TXN_PREFIX = "txn."
@@ -91,35 +90,11 @@ def carried_properties(
     return out or None
 
 
-def find_txn_snapshot(snapshots: SnapshotManager, txn: Txn) -> Snapshot | None:
-    """The snapshot that committed ``txn`` (None if it was not committed or has been expired).
-
-    Walks back from the latest snapshot while the recorded version of the application is still at least
-    ``txn.version``; the oldest of those that records exactly ``txn.version`` made the commit.
-    """
-    found: Snapshot | None = None
-    snap = snapshots.latest()
-    while snap is not None:
-        version = committed_version(snap, txn.app_id)
-        if version is None or version < txn.version:
-            return found
-        if version == txn.version:
-            found = snap
-        if snap.id <= 1:
-            return found
-        try:
-            snap = snapshots.load(snap.id - 1)
-        except SnapshotNotFoundError:
-            return None  # the parent was expired: cannot tell which snapshot made the commit
-    return None
-
-
 __all__ = [
     "TXN_PREFIX",
     "Txn",
     "carried_properties",
     "committed_version",
-    "find_txn_snapshot",
     "make_txn",
     "txn_versions",
 ]

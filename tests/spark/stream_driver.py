@@ -15,10 +15,6 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parents[1]))
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-
-from conftest import quiet_session
 from pyspark.sql.datasource import WriterCommitMessage
 from pyspark.sql.types import StructType
 
@@ -35,6 +31,10 @@ SINK_OPTIONS = {
 
 
 def main() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from conftest import quiet_session  # the tests' root conftest (run as a script, not under pytest)
+
     source, checkpoint, uri = sys.argv[1:4]
     crash_batch = int(sys.argv[4]) if len(sys.argv) > 4 else -1
     marker = sys.argv[5] if len(sys.argv) > 5 else ""

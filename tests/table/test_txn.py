@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mergetable as mt
-from mergetable.commit.txn import find_txn_snapshot, make_txn, txn_versions
+from mergetable.commit.txn import make_txn, txn_versions
 from mergetable.core.errors import AlreadyCommittedError, OptionsError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.int64())])
@@ -77,19 +77,6 @@ def test_versions_are_carried_forward_through_other_commits_and_expiration(table
     assert t.write(_rows(50), txn_app_id="a", txn_version=10) is None
     assert t.write(_rows(50), txn_app_id="b", txn_version=3) is None
     assert _totals(t)[1] == 2
-    assert find_txn_snapshot(t.snapshot_manager, make_txn("a", 10)) is None  # its snapshot is expired
-
-
-def test_find_txn_snapshot_names_the_committing_snapshot(table_uri: str) -> None:
-    t = _sum_table(table_uri)
-    t.write(_rows(1))
-    made = t.write(_rows(1), txn_app_id="a", txn_version=2)
-    t.write(_rows(1))
-    t.write(_rows(1), txn_app_id="a", txn_version=5)
-    assert made is not None
-    found = find_txn_snapshot(t.snapshot_manager, make_txn("a", 2))
-    assert found is not None and found.id == made.id
-    assert find_txn_snapshot(t.snapshot_manager, make_txn("a", 3)) is None
 
 
 @pytest.mark.parametrize(
