@@ -109,7 +109,7 @@ def test_driver_killed_after_sink_commit_restarts_exactly_once(spark: SparkSessi
     for n, batch in enumerate(BATCHES):
         _batch_file(source, n, *batch)
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    driver = [sys.executable, str(HERE / "stream_driver.py"), str(source), str(checkpoint), uri]
+    driver = [sys.executable, str(HERE / "sink_driver.py"), str(source), str(checkpoint), uri]
     proc = subprocess.Popen([*driver, "1", str(marker)], env=env, start_new_session=True)
     try:
         deadline = time.time() + 300

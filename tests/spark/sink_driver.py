@@ -1,6 +1,6 @@
 """A Spark driver process running one streaming query into a mergetable sink (used by the crash tests).
 
-usage: stream_driver.py SOURCE_DIR CHECKPOINT TABLE_URI [CRASH_BATCH MARKER]
+usage: sink_driver.py SOURCE_DIR CHECKPOINT TABLE_URI [CRASH_BATCH MARKER]
 
 Streams the Parquet files of SOURCE_DIR (one file per micro-batch) into TABLE_URI (an aggregation table
 summing ``v`` per ``id``) with trigger availableNow. With CRASH_BATCH, the sink commits that batch to
