@@ -14,13 +14,13 @@ import builtins
 import re
 import time
 
-from mergetable.core import paths
 from mergetable.core.errors import MergeTableError, SnapshotNotFoundError
 from mergetable.core.fileio import FileIO
+from mergetable.core.paths import CONSUMER_PREFIX, PathFactory
 from mergetable.metadata.models import ConsumerProgress
 
 _CONSUMER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
-_PREFIX = "consumer-"
+_PREFIX = CONSUMER_PREFIX
 
 
 def check_consumer_id(consumer_id: str) -> str:
@@ -35,9 +35,10 @@ class ConsumerManager:
 
     def __init__(self, fileio: FileIO) -> None:
         self.fileio = fileio
+        self.paths = PathFactory(fileio.root)
 
     def _path(self, consumer_id: str) -> str:
-        return self.fileio.join(paths.CONSUMER_DIR, _PREFIX + check_consumer_id(consumer_id))
+        return self.paths.consumer_file(check_consumer_id(consumer_id))
 
     def get(self, consumer_id: str) -> ConsumerProgress | None:
         path = self._path(consumer_id)
@@ -62,7 +63,7 @@ class ConsumerManager:
 
     def list(self) -> dict[str, ConsumerProgress]:
         out: dict[str, ConsumerProgress] = {}
-        for name in sorted(self.fileio.list_names(self.fileio.join(paths.CONSUMER_DIR))):
+        for name in sorted(self.fileio.list_names(self.paths.consumer_dir)):
             if name.startswith(_PREFIX) and _CONSUMER_ID.match(name[len(_PREFIX) :]):
                 progress = self.get(name[len(_PREFIX) :])
                 if progress is not None:
@@ -78,7 +79,7 @@ class ConsumerManager:
         """Delete consumers not updated for ``expiration_ms``; returns their ids."""
         now = now_ms if now_ms is not None else int(time.time() * 1000)
         expired = []
-        for path, mtime in self.fileio.walk_files(self.fileio.join(paths.CONSUMER_DIR)):
+        for path, mtime in self.fileio.walk_files(self.paths.consumer_dir):
             name = path.rstrip("/").rsplit("/", 1)[-1]
             if not name.startswith(_PREFIX) or mtime is None:
                 continue

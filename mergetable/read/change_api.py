@@ -38,16 +38,22 @@ def as_audit_log(changes: pa.Table) -> pa.Table:
 
 
 class ChangeData:
-    """Change data of a table. Mixed into ``Table``, which provides the attributes below."""
+    """Change data of a table. Mixed into ``Table``, which provides ``fileio``, ``table_schema`` and
+    ``split_reader``."""
 
     fileio: FileIO
     table_schema: TableSchema
-    snapshot_manager: SnapshotManager
-    tag_manager: TagManager
-    manifests: ManifestIO
 
     def split_reader(self, columns: Sequence[str] | None = None, filter: Filters | None = None) -> SplitReader:
         raise NotImplementedError
+
+    @property
+    def _snapshot_manager(self) -> SnapshotManager:
+        return SnapshotManager(self.fileio)
+
+    def change_planner(self) -> ChangePlanner:
+        """The planner of this table's change splits (shared by the Python and Spark readers)."""
+        return ChangePlanner(ManifestIO(self.fileio), self._snapshot_manager, self.table_schema)
 
     def change_range(
         self,
@@ -60,10 +66,10 @@ class ChangeData:
             if start is not None or end is not None:
                 raise MergeTableError("give either start and end or timestamps, not both")
             t1, t2 = (parse_timestamp("incremental-between-timestamp", str(t)) for t in timestamps)
-            return resolve_timestamp_range(self.snapshot_manager, t1, t2)
+            return resolve_timestamp_range(self._snapshot_manager, t1, t2)
         if start is None or end is None:
             raise MergeTableError("give start and end snapshots (ids or tags) or timestamps")
-        return resolve_range(self.snapshot_manager, self.tag_manager, (start, end))
+        return resolve_range(self._snapshot_manager, TagManager(self.fileio), (start, end))
 
     def changelog(
         self,
@@ -92,8 +98,8 @@ class ChangeData:
         """
         start, end = self.change_range(start_snapshot_exclusive, end_snapshot_inclusive, timestamps)
         reader = self.split_reader(columns, filter)
-        planner = ChangePlanner(self.manifests, self.snapshot_manager, self.table_schema)
-        return read_changes(reader, planner.between(start, end, parse_incremental_mode(mode), reader.dnf))
+        changes = self.change_planner().between(start, end, parse_incremental_mode(mode), reader.dnf)
+        return read_changes(reader, changes)
 
     def audit_log(
         self,
@@ -109,12 +115,12 @@ class ChangeData:
             if snapshot_id is not None:
                 raise MergeTableError("incremental_between cannot be combined with snapshot_id")
             return as_audit_log(self.changelog(*incremental_between, columns=columns, filter=filter, mode=mode))
-        snap = self.snapshot_manager.load(snapshot_id) if snapshot_id is not None else self.snapshot_manager.latest()
+        snapshots = self._snapshot_manager
+        snap = snapshots.load(snapshot_id) if snapshot_id is not None else snapshots.latest()
         reader = self.split_reader(columns, filter)
         if snap is None:
             return as_audit_log(read_changes(reader, []))
-        planner = ChangePlanner(self.manifests, self.snapshot_manager, self.table_schema)
-        return as_audit_log(read_changes(reader, planner.snapshot(snap, reader.dnf)))
+        return as_audit_log(read_changes(reader, self.change_planner().snapshot(snap, reader.dnf)))
 
     # -- streaming ----------------------------------------------------------------------------------------------
     def stream(self, options: Mapping[str, Any] | None = None, **kwargs: Any) -> ChangeStream:
@@ -160,8 +166,8 @@ class ChangeData:
 
     def reset_consumer(self, consumer_id: str, snapshot_id: int) -> None:
         """Make ``consumer_id`` read ``snapshot_id`` next (it must exist, or be the next one to be committed)."""
-        latest = self.snapshot_manager.latest_id() or 0
-        earliest = self.snapshot_manager.earliest_id() or 1
+        latest = self._snapshot_manager.latest_id() or 0
+        earliest = self._snapshot_manager.earliest_id() or 1
         if not earliest <= snapshot_id <= latest + 1:
             raise MergeTableError(
                 f"cannot reset consumer '{consumer_id}' to snapshot {snapshot_id}: "

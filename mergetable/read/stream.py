@@ -98,9 +98,10 @@ class ChangeStream:
             pos = Position((latest or 0) + 1)
         elif mode in (ScanMode.FROM_SNAPSHOT, ScanMode.FROM_SNAPSHOT_FULL):
             sid = opts.snapshot_id if opts.snapshot_id is not None else TagManager(self.fileio).get(str(opts.tag)).id
-            pos = Position(sid, full=mode is ScanMode.FROM_SNAPSHOT_FULL)
+            # as Paimon: a start before the earliest snapshot starts at the earliest (a resumption never does)
+            pos = Position(max(sid, self.snapshots.earliest_id() or sid), full=mode is ScanMode.FROM_SNAPSHOT_FULL)
             if pos.full:
-                self._load(sid)
+                self._load(pos.next_snapshot)
         elif mode is ScanMode.FROM_TIMESTAMP:
             assert opts.timestamp_ms is not None
             try:  # the first snapshot committed at or after the timestamp

@@ -36,7 +36,7 @@ from mergetable.core.options import parse_bool
 from mergetable.core.predicates import Conjunct
 from mergetable.core.rowkind import ROW_KIND_COLUMN
 from mergetable.read.change_api import AUDIT_ROW_KIND
-from mergetable.read.changes import ChangePlanner, ChangeSplit
+from mergetable.read.changes import ChangeSplit
 from mergetable.read.scan_modes import INCREMENTAL_KEYS, STREAM_KEYS, IncrementalOptions, StreamOptions
 from mergetable.read.stream import ChangeStream, Position
 from mergetable.spark.types import conform_for_spark, spark_arrow_schema
@@ -177,7 +177,7 @@ def batch_change_reader(
     batch_size: int,
 ) -> ChangeDataReader:
     """The batch reader of an ``incremental-between*`` read, or of ``$audit_log`` at ``snapshot_id``."""
-    planner = ChangePlanner(table.manifests, table.snapshot_manager, table.table_schema)
+    planner = table.change_planner()
     incremental = IncrementalOptions.parse(options)
     if incremental is not None:
         start, end = (
@@ -187,7 +187,7 @@ def batch_change_reader(
         )
         changes = planner.between(start, end, incremental.mode, dnf)
     elif snapshot_id is not None:
-        changes = planner.snapshot(table.snapshot_manager.load(snapshot_id), dnf)
+        changes = planner.snapshot(table.snapshot(snapshot_id), dnf)
     else:
         changes = []
     return ChangeDataReader(table, schema, changes, dnf, batch_size)
