@@ -21,12 +21,13 @@ from mergetable.commit.discard import discard_uncommitted
 from mergetable.commit.manifests import ManifestIO, fold
 from mergetable.commit.overwrite import Overwrite, overwrite_spec
 from mergetable.commit.snapshots import SnapshotManager
-from mergetable.commit.txn import Txn, carried_properties, committed_version
+from mergetable.commit.txn import carried_properties, committed_version
 from mergetable.core.errors import AlreadyCommittedError, CommitConflictError, CommitStateUnknownError
 from mergetable.core.fileio import FileIO
 from mergetable.core.paths import PathFactory
 from mergetable.core.predicates import comparable
 from mergetable.core.schema import TableSchema
+from mergetable.core.txn import Txn
 from mergetable.metadata.models import (
     CommitKind,
     CommitMessage,

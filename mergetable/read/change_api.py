@@ -18,12 +18,13 @@ from mergetable.commit.snapshots import SnapshotManager, TagManager
 from mergetable.core.errors import MergeTableError
 from mergetable.core.fileio import FileIO
 from mergetable.core.predicates import Filters
+from mergetable.core.read_options import to_epoch_millis
 from mergetable.core.rowkind import ROW_KIND_COLUMN
 from mergetable.core.schema import TableSchema
 from mergetable.read.changes import ChangePlanner, read_changes
 from mergetable.read.incremental import SnapshotRef, resolve_range, resolve_timestamp_range
 from mergetable.read.reader import SplitReader
-from mergetable.read.scan_modes import IncrementalMode, StreamOptions, parse_incremental_mode, parse_timestamp
+from mergetable.read.scan_modes import IncrementalMode, StreamOptions, parse_incremental_mode
 from mergetable.read.stream import ChangeBatch, ChangeStream, follow
 
 AUDIT_ROW_KIND = "rowkind"
@@ -65,7 +66,7 @@ class ChangeData:
         if timestamps is not None:
             if start is not None or end is not None:
                 raise MergeTableError("give either start and end or timestamps, not both")
-            t1, t2 = (parse_timestamp("incremental-between-timestamp", str(t)) for t in timestamps)
+            t1, t2 = (to_epoch_millis(t, "timestamps") for t in timestamps)
             return resolve_timestamp_range(self._snapshot_manager, t1, t2)
         if start is None or end is None:
             raise MergeTableError("give start and end snapshots (ids or tags) or timestamps")

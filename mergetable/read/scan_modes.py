@@ -20,7 +20,6 @@ naming the option.
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -29,6 +28,7 @@ from typing import TypeVar
 from mergetable.commit.consumers import check_consumer_id
 from mergetable.core.errors import MergeTableError, OptionsError
 from mergetable.core.options import parse_bool, parse_duration_ms
+from mergetable.core.read_options import to_epoch_millis
 
 T = TypeVar("T")
 
@@ -105,20 +105,6 @@ def _positive(key: str, value: str) -> int:
     return n
 
 
-def parse_timestamp(key: str, value: str) -> int:
-    """Epoch milliseconds from digits or an ISO-8601 timestamp (no zone = local time, as in Paimon)."""
-    text = value.strip()
-    if text.lstrip("-").isdigit():
-        return int(text)
-    if text.endswith("Z"):
-        text = text[:-1] + "+00:00"
-    try:
-        ts = datetime.datetime.fromisoformat(text)
-    except ValueError:
-        raise OptionsError(key, f"'{value}' is neither epoch milliseconds nor an ISO-8601 timestamp") from None
-    return int(ts.timestamp() * 1000)
-
-
 @dataclass(frozen=True)
 class StreamOptions:
     """Validated streaming read options. ``scan_mode`` is resolved (never ``default``)."""
@@ -166,9 +152,9 @@ class StreamOptions:
         if tag is not None:
             tag_name = tag[1].strip()
         if millis is not None:
-            timestamp = parse_timestamp(millis[0], millis[1])
+            timestamp = to_epoch_millis(millis[1], millis[0])
         if iso is not None:
-            timestamp = parse_timestamp(iso[0], iso[1])
+            timestamp = to_epoch_millis(iso[1], iso[0])
         mode = _resolve_mode(mode, snapshot_id is not None or tag_name is not None, timestamp is not None, starts)
         consumer = opts.get("consumer-id")
         if consumer is not None:
@@ -253,7 +239,7 @@ class IncrementalOptions:
             return cls(between=(int(a) if a.isdigit() else a, int(b) if b.isdigit() else b), mode=mode)
         key = "incremental-between-timestamp"
         a, b = _pair(key, str(stamps))
-        return cls(timestamps=(parse_timestamp(key, a), parse_timestamp(key, b)), mode=mode)
+        return cls(timestamps=(to_epoch_millis(a, key), to_epoch_millis(b, key)), mode=mode)
 
 
 def parse_incremental_mode(value: str | IncrementalMode) -> IncrementalMode:
@@ -280,5 +266,4 @@ __all__ = [
     "ScanMode",
     "StreamOptions",
     "parse_incremental_mode",
-    "parse_timestamp",
 ]

@@ -15,11 +15,11 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.functions import arrow_udf
 
-from mergetable.commit.txn import make_txn
 from mergetable.core.errors import OptionsError
 from mergetable.core.hashing import bucket_of
 from mergetable.core.predicates import Filters
 from mergetable.core.schema import TableSchema
+from mergetable.core.txn import make_txn
 from mergetable.spark.options import WriteOptions
 from mergetable.spark.source import MergeTableDataSource
 from mergetable.spark.types import arrow_schema_of

@@ -37,14 +37,14 @@ from mergetable.core.predicates import Conjunct
 from mergetable.core.rowkind import ROW_KIND_COLUMN
 from mergetable.read.change_api import AUDIT_ROW_KIND
 from mergetable.read.changes import ChangeSplit
-from mergetable.read.scan_modes import INCREMENTAL_KEYS, STREAM_KEYS, IncrementalOptions, StreamOptions
+from mergetable.read.scan_modes import IncrementalOptions, StreamOptions
 from mergetable.read.stream import ChangeStream, Position
+from mergetable.spark.options import CHANGE_KEYS
 from mergetable.spark.types import conform_for_spark, spark_arrow_schema
 from mergetable.table import Table
 
 AUDIT_LOG_SUFFIX = "$audit_log"
 READ_CHANGELOG = "read.changelog"
-CHANGE_KEYS = frozenset({*STREAM_KEYS, *INCREMENTAL_KEYS, READ_CHANGELOG})
 
 
 def wants_changes(options: Mapping[str, str]) -> bool:

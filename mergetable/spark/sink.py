@@ -31,8 +31,8 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from mergetable.commit.txn import Txn
 from mergetable.core.errors import OptionsError, UnsupportedError
+from mergetable.core.txn import Txn
 from mergetable.spark.writer import MergeTableWriter, TaskCommit, WriteJob, plan_write
 
 BATCH_ID_PROPERTY = "streaming.sql.batchId"

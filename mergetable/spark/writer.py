@@ -32,12 +32,12 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StringType, StructType
 
 from mergetable.commit.discard import discard_uncommitted
-from mergetable.commit.txn import Txn
 from mergetable.core import paths
 from mergetable.core.errors import AlreadyCommittedError, OptionsError, SchemaError
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import MIB, MergeEngine
 from mergetable.core.schema import TableSchema
+from mergetable.core.txn import Txn
 from mergetable.merge import validate_merge_options
 from mergetable.metadata.models import CommitMessage
 from mergetable.spark.options import WriteOptions

@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mergetable as mt
-from mergetable.commit.txn import make_txn, txn_versions
+from mergetable.commit.txn import txn_versions
 from mergetable.core.errors import AlreadyCommittedError, OptionsError
+from mergetable.core.txn import make_txn
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.int64())])
 SUM = {"merge-engine": "aggregation", "fields.v.aggregate-function": "sum", "bucket": "1"}
