@@ -68,7 +68,9 @@ def cdc_files(folder: Path, seed: int = 7) -> dict[int, tuple[str, int]]:
                 "_row_kind": kinds,
             }
         )
-        pq.write_table(table, folder / f"cdc-{n:03d}.parquet")
+        path = folder / f"cdc-{n:03d}.parquet"
+        pq.write_table(table, path)
+        os.utime(path, (1_700_000_000 + n, 1_700_000_000 + n))  # Spark's file source goes by modification time
     return state
 
 

@@ -28,6 +28,7 @@ def _batch_file(folder: Path, n: int, ids: list[int], v: int) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     table = pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array([v] * len(ids), pa.int64())})
     pq.write_table(table, folder / f"part-{n:04d}.parquet")
+    os.utime(folder / f"part-{n:04d}.parquet", (1_700_000_000 + n, 1_700_000_000 + n))  # the file source's order
 
 
 def _totals(uri: str) -> dict[int, int]:
@@ -147,6 +148,7 @@ def test_cdc_sink_deletes_and_retracts(spark: SparkSession, tmp_path: Path) -> N
             pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array(vs, pa.int64()), "_row_kind": list(kinds)}),
             source / f"part-{n}.parquet",
         )
+        os.utime(source / f"part-{n}.parquet", (1_700_000_000 + n, 1_700_000_000 + n))  # the file source's order
     df = (
         spark.readStream.schema("id long, v long, _row_kind string")
         .option("maxFilesPerTrigger", 1)
