@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from mergetable.commit.committer import publish
 from mergetable.commit.discard import discard_uncommitted
+from mergetable.commit.overwrite import check_partitions
 from mergetable.commit.schemas import SchemaManager
 from mergetable.commit.sequence import sequence_seeds
 from mergetable.commit.store import TableStore
@@ -142,8 +143,11 @@ class Table(TableStore, ChangeData):
     """
 
     # -- writing ----------------------------------------------------------------------------------
-    def new_writer(self, snapshot: Snapshot | None = None) -> TableWriter:
-        """A writer for rows that come after ``snapshot`` (default: the latest); commit its messages.
+    def new_writer(self) -> TableWriter:
+        """A writer; its rows are ordered after every commit that lands before theirs.
+
+        Its records are numbered when committed, above every earlier commit's
+        (:mod:`mergetable.commit.sequence`), whichever snapshot was latest when it was opened.
 
         Example:
             >>> w = t.new_writer()
@@ -151,9 +155,8 @@ class Table(TableStore, ChangeData):
             >>> t.commit(w.prepare_commit()).id
             3
         """
-        seeds = sequence_seeds(self.fileio, snapshot if snapshot is not None else self.latest_snapshot())
         discard = functools.partial(discard_uncommitted, self.fileio, self.table_schema)
-        return TableWriter(self.fileio, self.table_schema, self.merge_function, seeds, discard)
+        return TableWriter(self.fileio, self.table_schema, self.merge_function, sequence_seeds(), discard)
 
     def commit(
         self,
@@ -232,6 +235,7 @@ class Table(TableStore, ChangeData):
         """
         txn = make_txn(txn_app_id, txn_version)
         writer = self.new_writer()
+        writer.partition_check = functools.partial(check_partitions, self.table_schema, overwrite=overwrite)
         try:
             writer.write(data, row_kind, target_columns)
             messages = writer.prepare_commit()

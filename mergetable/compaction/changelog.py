@@ -7,8 +7,11 @@ Both compare, per key, a value *before* with the value *after* and emit Paimon's
 * ``-U before, +U after`` when both exist and differ. With ``changelog-producer.row-deduplicate`` the pair
   is skipped when the values (minus ``…row-deduplicate-ignore-fields``) are equal.
 
-A key whose record is exactly the same before and after (same sequence number, same values) did not
-change and emits nothing; this is what makes ``first-row`` tables produce an insert-only changelog.
+Only keys that took part in a merge are compared (lookup: keys with level-0 records; full-compaction:
+keys with records below the top level). When such a key's stored record survives the merge unchanged —
+e.g. every new record carried an older ``sequence.field`` value — Paimon still emits ``-U``/``+U`` of it
+(unless row-deduplicate); ``first-row`` (and Fluss's ``versioned``) emit nothing then, which is what makes
+a ``first-row`` changelog insert-only.
 
 * lookup: before = the merge of the key's records in levels above 0, after = the merge of all its records
   (levels above 0 plus the level-0 files the compaction consumes). Emitted by compactions that include

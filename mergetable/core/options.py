@@ -17,6 +17,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from mergetable.core.errors import OptionsError
+from mergetable.core.names import check_name_option
+from mergetable.core.stats_mode import DEFAULT_STATS_MODE, StatsMode, parse_stats_mode
 
 
 class MergeEngine(StrEnum):
@@ -155,12 +157,14 @@ class TableOptions(BaseModel):
     data_file_prefix: str = Field("data-", alias="data-file.prefix")
     changelog_file_prefix: str = Field("changelog-", alias="changelog-file.prefix")
     partition_default_name: str = Field("__DEFAULT_PARTITION__", alias="partition.default-name")
+    stats_mode: str = Field(DEFAULT_STATS_MODE, alias="metadata.stats-mode")
     # merging
     merge_engine: MergeEngine = Field(MergeEngine.DEDUPLICATE, alias="merge-engine")
     ignore_delete: Bool = Field(False, alias="ignore-delete")
     ignore_update_before: Bool = Field(False, alias="ignore-update-before")
     sequence_field: Names = Field((), alias="sequence.field")
     sequence_field_sort_order: SortOrder = Field(SortOrder.ASCENDING, alias="sequence.field.sort-order")
+    sequence_snapshot_ordering: Bool = Field(False, alias="sequence.snapshot-ordering")
     rowkind_field: str | None = Field(None, alias="rowkind.field")
     partial_update_remove_record_on_delete: Bool = Field(False, alias="partial-update.remove-record-on-delete")
     partial_update_remove_record_on_sequence_group: Names = Field(
@@ -223,6 +227,13 @@ class TableOptions(BaseModel):
         ):
             if value <= 0:
                 raise OptionsError(key, f"must be positive, got {value}")
+        parse_stats_mode(self.stats_mode)
+        for field_key, mode in self.field_options.items():
+            if field_key.endswith(".stats-mode"):
+                parse_stats_mode(mode, field_key)
+        check_name_option("data-file.prefix", self.data_file_prefix)
+        check_name_option("changelog-file.prefix", self.changelog_file_prefix)
+        check_name_option("partition.default-name", self.partition_default_name, leading=False)
         if self.commit_max_retries < 0:
             raise OptionsError("commit.max-retries", "must be >= 0")
         if self.manifest_merge_min_count < 1:
@@ -233,6 +244,15 @@ class TableOptions(BaseModel):
             raise OptionsError("num-levels", "must be >= 2")
         if self.full_compaction_delta_commits is not None and self.full_compaction_delta_commits < 1:
             raise OptionsError("full-compaction.delta-commits", "must be >= 1")
+        if self.sequence_snapshot_ordering and self.sequence_field:
+            raise OptionsError(
+                "sequence.snapshot-ordering", "cannot be combined with 'sequence.field': the snapshot id alone orders"
+            )
+        if self.sequence_snapshot_ordering and not self.write_only:
+            raise OptionsError(
+                "sequence.snapshot-ordering",
+                "needs 'write-only' = true (as in Paimon): writers do not compact; run the dedicated compaction",
+            )
         if self.snapshot_num_retained_min < 1:
             raise OptionsError("snapshot.num-retained.min", "must be >= 1")
         if self.snapshot_num_retained_max < self.snapshot_num_retained_min:
@@ -247,6 +267,11 @@ class TableOptions(BaseModel):
     @property
     def max_levels(self) -> int:
         return self.num_levels or self.num_sorted_run_compaction_trigger + 1
+
+    def field_stats_mode(self, field: str) -> StatsMode:
+        """The statistics mode of a value column (``fields.<field>.stats-mode``, else ``metadata.stats-mode``)."""
+        own = self.field_option(field, "stats-mode")
+        return parse_stats_mode(own if own is not None else self.stats_mode)
 
     def field_option(self, field: str, suffix: str) -> str | None:
         """The value of ``fields.<field>.<suffix>``, if set."""

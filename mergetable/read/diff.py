@@ -45,11 +45,14 @@ def diff_changelog(
     keys: Sequence[str],
     dedupe: bool = False,
     ignore_fields: Sequence[str] = (),
+    identical_is_update: bool = False,
 ) -> pa.Table:
     """Changelog rows (key-value form, ``_VALUE_KIND`` = the change kind) turning ``before`` into ``after``.
 
     Both tables hold at most one record per key; a retract record, like a missing one, counts as "no
-    visible value". Rows come out in key order, ``-U`` before its ``+U``.
+    visible value". Rows come out in key order, ``-U`` before its ``+U``. A key whose before and after are
+    the very same record (same sequence number and values) emits nothing, unless ``identical_is_update``
+    (then ``-U``/``+U`` of it, which ``dedupe`` suppresses as for any pair of equal values).
     """
     schema = after.schema
     before = before.select(schema.names).cast(schema) if before.num_rows else schema.empty_table()
@@ -77,7 +80,10 @@ def diff_changelog(
     both = np.flatnonzero(a_add & b_add)
     key_cols = set(keys)
     values = [c for c in schema.names if c not in key_cols and c not in (SEQUENCE_NUMBER, VALUE_KIND)]
-    same = _rows_equal(rows, b_idx[both], a_idx[both], [SEQUENCE_NUMBER, *values])
+    if identical_is_update:
+        same = np.zeros(len(both), dtype=bool)
+    else:
+        same = _rows_equal(rows, b_idx[both], a_idx[both], [SEQUENCE_NUMBER, *values])
     if dedupe:
         ignored = set(ignore_fields)
         same |= _rows_equal(rows, b_idx[both], a_idx[both], [c for c in values if c not in ignored])
