@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-SCRIPTS = ["bench_core.py", "bench_merge.py", "bench_compaction.py", "bench_spark.py"]
+SCRIPTS = ["bench_core.py", "bench_merge.py", "bench_compaction.py", "bench_spark.py", "bench_streaming.py"]
 
 
 def run_script(name: str, extra: list[str]) -> None:
@@ -90,6 +90,8 @@ def main() -> None:
     core = ["--rows", "200000", "--commits", "3"] if args.quick else []
     for name in SCRIPTS:
         extra = core if name == "bench_core.py" else (["--rows", "1000000"] if args.quick else [])
+        if name == "bench_streaming.py":
+            extra = ["--rows", "20000", "--probes", "2"] if args.quick else []
         run_script(name, extra)
     peers(args.peer_rows, 3)
 

@@ -6,6 +6,9 @@
    and an HLL sketch of distinct products) and ``order_facts`` (partial-update: two sources fill one wide row).
 3. Read them back with Spark, time-travel to the first snapshot, list the snapshots.
 4. Compact ``order_facts`` with a Spark compaction job, and read the changelog of ``orders``' update commit.
+5. A two-stage streaming pipeline (CDC stream → table with a lookup changelog → downstream aggregation),
+   whose first stage is killed with SIGKILL and restarted: the downstream totals stay exact
+   (``demo_streaming.py``).
 Everything goes to ``demo-output/`` (deleted at start).
 """
 
@@ -154,6 +157,9 @@ def main() -> None:
     kinds = changes_log.group_by("_row_kind").aggregate([("_row_kind", "count")]).to_pylist()
     print("  changelog of snapshot 2:", ", ".join(f"{k['_row_kind']} x{k['_row_kind_count']}" for k in kinds))
 
+    import demo_streaming
+
+    demo_streaming.run(spark, OUT / "streaming", step)
     spark.stop()
     step(f"Done. Tables are in {OUT.relative_to(ROOT)}/")
 

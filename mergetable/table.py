@@ -7,6 +7,7 @@ Orchestration only: every method delegates to the write, commit, read and compac
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Sequence
 from typing import Any, Unpack
 
@@ -18,14 +19,16 @@ from mergetable.commit.overwrite import check_partitions
 from mergetable.commit.schemas import SchemaManager
 from mergetable.commit.sequence import sequence_seeds
 from mergetable.commit.store import TableStore
+from mergetable.commit.txn import committed_version
 from mergetable.compaction.job import CompactionJob, Executor, Progress
-from mergetable.core.errors import SchemaError, TableExistsError, TableNotFoundError
+from mergetable.core.errors import AlreadyCommittedError, SchemaError, TableExistsError, TableNotFoundError
 from mergetable.core.fileio import FileIO
 from mergetable.core.filters import bind_filters
 from mergetable.core.options import DEFAULT_SPLIT_SIZE
 from mergetable.core.predicates import Filters
 from mergetable.core.read_options import ReadArgs, ReadRequest, Timestamp, TimeTravel
 from mergetable.core.schema import TableSchema
+from mergetable.core.txn import Txn, make_txn
 from mergetable.merge import validate_merge_options
 from mergetable.metadata.models import CommitMessage, Snapshot
 from mergetable.read.change_api import ChangeData
@@ -34,6 +37,8 @@ from mergetable.read.request import plan_request, resolve_travel
 from mergetable.read.scan import Split
 from mergetable.write.input import RowKindArg, to_arrow_table
 from mergetable.write.writer import TableWriter
+
+log = logging.getLogger(__name__)
 
 
 def create_table(
@@ -160,6 +165,7 @@ class Table(TableStore, ChangeData):
         commit_user: str | None = None,
         identifier: int | None = None,
         properties: dict[str, str] | None = None,
+        txn: Txn | None = None,
     ) -> Snapshot | None:
         """Publish files written by writers as one snapshot (plus a COMPACT one if compaction files are present).
 
@@ -171,6 +177,8 @@ class Table(TableStore, ChangeData):
             overwrite: As in :meth:`write`.
             commit_user, identifier: Name the commit; a retry with the same pair finds it (exactly once).
             properties: Stored in the snapshot.
+            txn: An application transaction (:mod:`mergetable.commit.txn`): a version already committed
+                raises :class:`AlreadyCommittedError` (the messages' files are deleted, the table unchanged).
 
         Returns:
             The last snapshot made, None when there was nothing to commit.
@@ -180,7 +188,7 @@ class Table(TableStore, ChangeData):
             >>> t.commit(w.prepare_commit(), properties={"job": "nightly"}).properties
             {'job': 'nightly'}
         """
-        snaps = publish(self.fileio, self.table_schema, messages, overwrite, commit_user, identifier, properties)
+        snaps = publish(self.fileio, self.table_schema, messages, overwrite, commit_user, identifier, properties, txn)
         if snaps:
             self.compaction_job().after_commit(messages, snaps[-1])
         return snaps[-1] if snaps else None
@@ -202,6 +210,8 @@ class Table(TableStore, ChangeData):
         row_kind: RowKindArg = None,
         overwrite: bool | dict[str, Any] = False,
         target_columns: Sequence[str] | None = None,
+        txn_app_id: str | None = None,
+        txn_version: int | None = None,
     ) -> Snapshot | None:
         """Write rows as one atomic commit.
 
@@ -211,15 +221,19 @@ class Table(TableStore, ChangeData):
             overwrite: True replaces the table (partitioned tables: only the partitions present in the data,
                 unless ``dynamic-partition-overwrite`` is false), or a partition spec ``{"dt": "2024-01-01"}``.
             target_columns: Write only these columns (a partial write; must include the primary key).
+            txn_app_id, txn_version: An idempotent write (Delta's ``txnAppId``/``txnVersion``): when version
+                ``txn_version`` or a later one of application ``txn_app_id`` is already committed, nothing is
+                written and a warning is logged (:meth:`txn_version` tells the last committed version).
 
         Returns:
-            The new snapshot, None if nothing was written.
+            The new snapshot, None if nothing was written (no rows, or a transaction already committed).
 
         Example:
             >>> _ = t.write(pa.table({"id": [5], "v": ["e"]}), overwrite=True)
             >>> t.read().to_pydict()
             {'id': [5], 'v': ['e']}
         """
+        txn = make_txn(txn_app_id, txn_version)
         writer = self.new_writer()
         writer.partition_check = functools.partial(check_partitions, self.table_schema, overwrite=overwrite)
         try:
@@ -230,7 +244,21 @@ class Table(TableStore, ChangeData):
             raise
         if not messages and overwrite is False:
             return None
-        return self.commit(messages, overwrite)
+        try:
+            return self.commit(messages, overwrite, txn=txn)
+        except AlreadyCommittedError as exc:
+            log.warning("%s", exc)
+            return None
+
+    def txn_version(self, app_id: str) -> int | None:
+        """The last version of application ``app_id`` written with ``txn_app_id``/``txnAppId`` (None: never).
+
+        Example:
+            >>> _ = t.write(pa.table({"id": [3], "v": ["c"]}), txn_app_id="loader", txn_version=4)
+            >>> t.txn_version("loader"), t.write(pa.table({"id": [3], "v": ["c"]}), txn_app_id="loader", txn_version=4)
+            (4, None)
+        """
+        return committed_version(self.latest_snapshot(), app_id)
 
     def delete(self, keys: Any) -> Snapshot | None:
         """Delete rows by primary key (``keys`` holds the key columns; other columns may be omitted).

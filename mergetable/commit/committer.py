@@ -23,11 +23,13 @@ from mergetable.commit.outcome import publish_snapshot_file
 from mergetable.commit.overwrite import Overwrite, overwrite_spec
 from mergetable.commit.sequence import assign_sequence_numbers, next_sequence_number
 from mergetable.commit.snapshots import SnapshotManager
-from mergetable.core.errors import CommitConflictError, CommitStateUnknownError
+from mergetable.commit.txn import carried_properties, committed_version
+from mergetable.core.errors import AlreadyCommittedError, CommitConflictError, CommitStateUnknownError
 from mergetable.core.fileio import FileIO
 from mergetable.core.paths import PathFactory
 from mergetable.core.predicates import comparable
 from mergetable.core.schema import TableSchema
+from mergetable.core.txn import Txn
 from mergetable.metadata.models import (
     CommitKind,
     CommitMessage,
@@ -50,18 +52,21 @@ def publish(
     commit_user: str | None = None,
     identifier: int | None = None,
     properties: dict[str, str] | None = None,
+    txn: Txn | None = None,
 ) -> list[Snapshot]:
     """Commit ``messages`` as one data snapshot (plus a COMPACT one for compaction files) and return them.
 
     On failure the table is unchanged and the messages' files are deleted, unless the outcome is unknown
     (:class:`CommitStateUnknownError`), in which case they are kept. ``overwrite`` is parsed by
     :func:`mergetable.commit.overwrite.overwrite_spec`; ``commit_user`` defaults to a fresh UUID and
-    ``identifier`` to a process-wide counter.
+    ``identifier`` to a process-wide counter. With ``txn`` (see :mod:`mergetable.commit.txn`) a version
+    already committed raises :class:`AlreadyCommittedError` (files deleted, table unchanged).
     """
     spec = overwrite_spec(schema, messages, overwrite)
     committer = Committer(fileio, schema, commit_user or str(uuid.uuid4()))
     try:
-        return committer.commit(messages, identifier or next(_identifiers), spec, properties)
+        ident = identifier if identifier is not None else next(_identifiers)
+        return committer.commit(messages, ident, spec, properties, txn)
     except CommitStateUnknownError:
         raise
     except BaseException:
@@ -91,13 +96,18 @@ class Committer:
         identifier: int,
         overwrite: Overwrite | None = None,
         properties: dict[str, str] | None = None,
+        txn: Txn | None = None,
     ) -> list[Snapshot]:
-        """Commit the data increment (APPEND/OVERWRITE) then the compaction increment (COMPACT)."""
+        """Commit the data increment (APPEND/OVERWRITE) then the compaction increment (COMPACT).
+
+        ``txn`` makes the data commit idempotent (see :mod:`mergetable.commit.txn`): it raises
+        :class:`AlreadyCommittedError` and commits nothing when the application's version is already there.
+        """
         out = []
         data_msgs = [m for m in messages if m.new_files or m.deleted_files or m.changelog_files]
         if data_msgs or overwrite is not None:
             kind = CommitKind.OVERWRITE if overwrite is not None else CommitKind.APPEND
-            out.append(self._commit_with_retry(data_msgs, kind, identifier, overwrite, properties))
+            out.append(self._commit_with_retry(data_msgs, kind, identifier, overwrite, properties, txn))
         compact_msgs = [m for m in messages if m.compact_before or m.compact_after or m.compact_changelog_files]
         if compact_msgs:
             out.append(self._commit_with_retry(compact_msgs, CommitKind.COMPACT, identifier, None, properties))
@@ -111,6 +121,7 @@ class Committer:
         identifier: int,
         overwrite: Overwrite | None,
         properties: dict[str, str] | None,
+        txn: Txn | None = None,
     ) -> Snapshot:
         opts = self.options
         started = time.monotonic()
@@ -126,7 +137,12 @@ class Committer:
                     done = self.snapshots.find_committed(self.commit_user, identifier, first_latest)
                     if done is not None and done.commit_kind is kind:
                         return done
-                result = self._try_commit_once(latest, messages, kind, identifier, overwrite, properties)
+                if txn is not None:
+                    committed = committed_version(latest, txn.app_id)
+                    if committed is not None and committed >= txn.version:
+                        raise AlreadyCommittedError(txn.app_id, txn.version, committed)
+                props = carried_properties(latest, properties, txn)
+                result = self._try_commit_once(latest, messages, kind, identifier, overwrite, props)
             except OSError:
                 # Nothing of this attempt can be published (the snapshot create was not reached or was
                 # resolved as not ours), so the attempt is simply made again, a few times.

@@ -42,6 +42,21 @@ class CommitStateUnknownError(MergeTableError):
     """A commit may or may not have landed (storage failed after the snapshot write was attempted)."""
 
 
+class AlreadyCommittedError(MergeTableError):
+    """A write's application transaction (app id, version) is already committed: the write was skipped.
+
+    Raised by :meth:`mergetable.Table.commit`; :meth:`mergetable.Table.write` and the Spark writers log it
+    and return normally (an idempotent replay is not a failure).
+    """
+
+    def __init__(self, app_id: str, version: int, committed: int) -> None:
+        self.app_id, self.version, self.committed = app_id, version, committed
+        super().__init__(
+            f"transaction version {version} of application '{app_id}' is already committed (last committed "
+            f"version: {committed}); the write was skipped"
+        )
+
+
 class CorruptMetadataError(MergeTableError):
     """A metadata file (schema, snapshot, manifest, tag) cannot be read or parsed."""
 
@@ -87,6 +102,7 @@ class UnsupportedError(MergeTableError, NotImplementedError):
 
 
 __all__ = [
+    "AlreadyCommittedError",
     "CommitConflictError",
     "CommitStateUnknownError",
     "CorruptMetadataError",

@@ -16,12 +16,16 @@ from mergetable.core.errors import OptionsError
 from mergetable.core.options import TableOptions, normalize_option_keys, parse_list
 from mergetable.core.read_options import READ_OPTION_KEYS
 from mergetable.core.storage import STORAGE_JSON, STORAGE_PREFIX, storage_options
+from mergetable.core.txn import Txn, make_txn
 
 # write options that are not table options
 PRIMARY_KEY_KEYS = ("primary-key", "primary-keys")
 PARTITION_KEYS = ("partition-keys", "partition-key", "partition")
 ROW_KIND_COLUMN = "row-kind-column"
-WRITE_KEYS = frozenset({"path", STORAGE_JSON, ROW_KIND_COLUMN, *PRIMARY_KEY_KEYS, *PARTITION_KEYS})
+TXN_APP_ID, TXN_VERSION = "txnappid", "txnversion"  # Delta's idempotent-write options (txnAppId, txnVersion)
+WRITE_KEYS = frozenset(
+    {"path", STORAGE_JSON, ROW_KIND_COLUMN, TXN_APP_ID, TXN_VERSION, *PRIMARY_KEY_KEYS, *PARTITION_KEYS}
+)
 # table options a write may set differently from the table's (they tune this write only)
 WRITE_TUNABLES = frozenset(
     {
@@ -60,6 +64,7 @@ class WriteOptions:
     partition_keys: tuple[str, ...] | None = None
     row_kind_column: str | None = None
     table_options: dict[str, str] = field(default_factory=dict)
+    txn: Txn | None = None
 
     @classmethod
     def parse(
@@ -89,6 +94,7 @@ class WriteOptions:
             partition_keys=parse_list(parts) if parts is not None else None,
             row_kind_column=_restore_column(ROW_KIND_COLUMN, rk.strip(), columns) if rk else None,
             table_options=table,
+            txn=make_txn(opts.get(TXN_APP_ID), opts.get(TXN_VERSION), "txnAppId", "txnVersion"),
         )
 
     def check_against(
@@ -166,6 +172,8 @@ __all__ = [
     "PARTITION_KEYS",
     "PRIMARY_KEY_KEYS",
     "ROW_KIND_COLUMN",
+    "TXN_APP_ID",
+    "TXN_VERSION",
     "WRITE_KEYS",
     "WRITE_TUNABLES",
     "WriteOptions",

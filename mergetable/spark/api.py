@@ -7,7 +7,7 @@ in ``tests/spark``.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -19,6 +19,7 @@ from mergetable.core.errors import OptionsError
 from mergetable.core.hashing import bucket_of
 from mergetable.core.predicates import Filters
 from mergetable.core.schema import TableSchema
+from mergetable.core.txn import make_txn
 from mergetable.spark.options import WriteOptions
 from mergetable.spark.source import MergeTableDataSource
 from mergetable.spark.types import arrow_schema_of
@@ -120,6 +121,8 @@ def write(
     mode: str = "append",
     options: dict[str, Any] | None = None,
     num_partitions: int | None = None,
+    txn_app_id: str | None = None,
+    txn_version: int | None = None,
     **kwargs: Any,
 ) -> None:
     """Write ``df`` to the table at ``uri`` with one Spark task per (partition, bucket) group.
@@ -136,6 +139,8 @@ def write(
         options: write and table options as in ``df.write.option(...)``
             (``{"fields.total.aggregate-function": "sum"}``).
         num_partitions: the number of write tasks (Spark's default shuffle partitions when ``None``).
+        txn_app_id, txn_version: make the write idempotent (Delta's ``txnAppId``/``txnVersion``): it is
+            skipped when that application already committed this version or a later one.
         **kwargs: more options, with ``_`` for ``-`` (``primary_key="id"``, ``bucket=4``).
 
     Raises:
@@ -152,13 +157,16 @@ def write(
     if mode not in ("append", "overwrite"):
         raise OptionsError("mode", f"must be 'append' or 'overwrite', got '{mode}'")
     opts = _option_map(options, kwargs)
+    if txn_app_id is not None or txn_version is not None:
+        make_txn(txn_app_id, txn_version)
+        opts.update(txnAppId=str(txn_app_id), txnVersion=str(txn_version))
     wo = WriteOptions.parse({**opts, "path": uri}, list(df.columns))
     if table_exists(uri, wo.storage):
         schema: TableSchema = open_table(uri, wo.storage).table_schema
     else:
         if not wo.primary_key:
             raise OptionsError("primary-key", f"no table at {uri} yet: give primary_key=... to create it")
-        rk = wo.row_kind_column
+        rk = wo.row_kind_column or ("_row_kind" if "_row_kind" in df.columns else None)
         data = df.drop(rk).schema if rk else df.schema
         schema = TableSchema.create(arrow_schema_of(data), wo.primary_key, wo.partition_keys or (), wo.table_options)
     keys = list(schema.bucket_keys)
@@ -171,4 +179,23 @@ def write(
     shuffled.write.format("mergetable").mode(mode).options(**opts).save(uri)
 
 
-__all__ = ["read", "register", "write"]
+def foreach_batch(
+    uri: str, app_id: str, options: dict[str, Any] | None = None, **kwargs: Any
+) -> Callable[[DataFrame, int], None]:
+    """A ``foreachBatch`` function writing each micro-batch to ``uri`` exactly once, in any output mode.
+
+    Each batch is written by :func:`write` with ``txn_app_id=app_id`` and ``txn_version=<batch id>``, so a
+    batch Spark replays after a failure is skipped. ``app_id`` must stay the same across restarts of the
+    query, and change when its checkpoint is deleted (the batch ids then start again at 0).
+
+    >>> df.writeStream.outputMode("update").foreachBatch(foreach_batch(uri, "orders")).start()  # doctest: +SKIP
+    """
+    make_txn(app_id, 0, "app_id")
+
+    def write_batch(batch: DataFrame, batch_id: int) -> None:
+        write(batch, uri, "append", options, txn_app_id=app_id, txn_version=batch_id, **kwargs)
+
+    return write_batch
+
+
+__all__ = ["foreach_batch", "read", "register", "write"]

@@ -34,6 +34,7 @@ from mergetable.spark.changes import (
 )
 from mergetable.spark.options import ReadOptions
 from mergetable.spark.reader import MergeTableReader, PushdownMergeTableReader, created_for_pushdown
+from mergetable.spark.sink import MergeTableStreamWriter, plan_stream_write
 from mergetable.spark.types import spark_schema
 from mergetable.spark.writer import MergeTableWriter, plan_write
 from mergetable.table import Table, open_table
@@ -110,6 +111,9 @@ class MergeTableDataSource(DataSource):
     # -- writing ----------------------------------------------------------------------------------
     def writer(self, schema: StructType, overwrite: bool) -> MergeTableWriter:
         return MergeTableWriter(plan_write(dict(self.options), schema, overwrite))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> MergeTableStreamWriter:
+        return MergeTableStreamWriter(plan_stream_write(dict(self.options), schema, overwrite))
 
 
 DefaultSource = MergeTableDataSource

@@ -21,6 +21,7 @@ A zombie attempt still running after the sweep can leave an orphan file; it is n
 from __future__ import annotations
 
 import contextlib
+import logging
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -32,10 +33,11 @@ from pyspark.sql.types import StringType, StructType
 
 from mergetable.commit.discard import discard_uncommitted
 from mergetable.core import paths
-from mergetable.core.errors import OptionsError, SchemaError
+from mergetable.core.errors import AlreadyCommittedError, OptionsError, SchemaError
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import MIB, MergeEngine
 from mergetable.core.schema import TableSchema
+from mergetable.core.txn import Txn
 from mergetable.merge import validate_merge_options
 from mergetable.metadata.models import CommitMessage
 from mergetable.spark.options import WriteOptions
@@ -45,6 +47,8 @@ from mergetable.table import Table, create_table, open_table, table_exists
 COMMIT_IDENTIFIER = 1
 STAGING_DIR = paths.STAGING_DIR
 _CHUNK_BYTES = 32 * MIB
+DEFAULT_ROW_KIND_COLUMN = "_row_kind"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -62,10 +66,15 @@ class WriteJob:
     row_kind_column: str | None = None
     target_columns: tuple[str, ...] | None = None
     create_options: dict[str, str] = field(default_factory=dict)
+    txn: Txn | None = None
+    """The write's application transaction (``txnAppId``/``txnVersion``): skipped when already committed."""
+    user: str | None = None
+    """The commit user (default: one per job); streaming sinks use the query's, stable across restarts."""
+    identifier: int = COMMIT_IDENTIFIER
 
     @property
     def commit_user(self) -> str:
-        return f"spark-{self.job_id}"
+        return self.user or f"spark-{self.job_id}"
 
     @property
     def file_prefixes(self) -> tuple[str, str]:
@@ -120,6 +129,8 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
     columns = list(schema.fieldNames())
     wo = WriteOptions.parse(options, columns)
     rk = wo.row_kind_column
+    if rk is None and DEFAULT_ROW_KIND_COLUMN in columns:
+        rk = _default_row_kind_column(wo)
     if rk is not None and not isinstance(schema[rk].dataType, StringType):
         raise SchemaError("the row-kind column must be a STRING column holding +I, -U, +U or -D", rk)
     job_id = uuid.uuid4().hex
@@ -139,6 +150,7 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
             base_snapshot_id=table.latest_snapshot_id(),
             row_kind_column=rk,
             target_columns=None if len(present) == len(table.schema) else tuple(present),
+            txn=wo.txn,
         )
     if not wo.primary_key:
         raise OptionsError(
@@ -157,7 +169,15 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
         job_id=job_id,
         row_kind_column=rk,
         create_options=dict(wo.table_options),
+        txn=wo.txn,
     )
+
+
+def _default_row_kind_column(wo: WriteOptions) -> str | None:
+    """``_row_kind`` (the column change reads produce) holds the row kinds unless the table has such a column."""
+    if table_exists(wo.uri, wo.storage) and DEFAULT_ROW_KIND_COLUMN in open_table(wo.uri, wo.storage).schema.names:
+        return None
+    return DEFAULT_ROW_KIND_COLUMN
 
 
 class MergeTableWriter(DataSourceArrowWriter):
@@ -221,12 +241,18 @@ class MergeTableWriter(DataSourceArrowWriter):
         job = self.job
         winners, losers = choose_attempts(messages)
         table = self._table_for_commit()
-        done = table.find_commit(job.commit_user, COMMIT_IDENTIFIER, job.base_snapshot_id)
+        done = table.find_commit(job.commit_user, job.identifier, job.base_snapshot_id)
+        keep = set().union(*(w.file_names for w in winners))
         if done is None:
             batch = [m for w in winners for m in w.messages]
             if batch or job.overwrite:
-                table.commit(batch, overwrite=job.overwrite, commit_user=job.commit_user, identifier=COMMIT_IDENTIFIER)
-        keep = set().union(*(w.file_names for w in winners))
+                try:
+                    table.commit(
+                        batch, job.overwrite, commit_user=job.commit_user, identifier=job.identifier, txn=job.txn
+                    )
+                except AlreadyCommittedError as exc:  # an idempotent replay: its files were deleted
+                    log.warning("%s", exc)
+                    keep = set()
         discard_uncommitted(table.fileio, job.schema, [m for lo in losers for m in lo.messages], keep)
         self._clean_staging(table.fileio, {w.marker for w in winners}, keep)
 
@@ -272,7 +298,7 @@ class MergeTableWriter(DataSourceArrowWriter):
         if not table_exists(job.uri, job.storage):
             return set()
         table = job.table()
-        snap = table.find_commit(job.commit_user, COMMIT_IDENTIFIER, job.base_snapshot_id)
+        snap = table.find_commit(job.commit_user, job.identifier, job.base_snapshot_id)
         if snap is None:
             return set()
         entries = [*table.delta_entries(snap), *table.changelog_entries(snap)]
@@ -342,6 +368,7 @@ def _remove_if_empty(fileio: FileIO) -> None:
 
 __all__ = [
     "COMMIT_IDENTIFIER",
+    "DEFAULT_ROW_KIND_COLUMN",
     "STAGING_DIR",
     "MergeTableWriter",
     "TaskCommit",
