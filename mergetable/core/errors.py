@@ -67,6 +67,17 @@ class UnsupportedError(MergeTableError, NotImplementedError):
     """The requested feature or mode is not supported."""
 
 
+class MissingExtraError(MergeTableError, ImportError):
+    """A feature needs an optional dependency that is not installed; the message names the extra to install."""
+
+    def __init__(self, feature: str, module: str, extra: str) -> None:
+        self.extra = extra
+        super().__init__(
+            f"{feature} needs the '{module}' package, which is not installed: pip install 'mergetable[{extra}]'",
+            name=module,
+        )
+
+
 __all__ = [
     "CommitConflictError",
     "CommitStateUnknownError",
@@ -74,6 +85,7 @@ __all__ = [
     "DataFileError",
     "MergeError",
     "MergeTableError",
+    "MissingExtraError",
     "OptionsError",
     "SchemaError",
     "SnapshotNotFoundError",
