@@ -13,6 +13,7 @@ from mergetable.core.errors import (
     DataFileError,
     MergeError,
     MergeTableError,
+    MissingExtraError,
     OptionsError,
     SchemaError,
     SnapshotNotFoundError,
@@ -22,6 +23,7 @@ from mergetable.core.errors import (
 )
 from mergetable.core.options import TableOptions
 from mergetable.core.rowkind import RowKind
+from mergetable.interop import scan_polars
 from mergetable.metadata.models import CommitMessage, DataFileMeta, Snapshot, Tag
 from mergetable.table import Table, create_table, open_table, table_exists
 
@@ -36,6 +38,7 @@ __all__ = [
     "DataFileMeta",
     "MergeError",
     "MergeTableError",
+    "MissingExtraError",
     "OptionsError",
     "RowKind",
     "SchemaError",
@@ -49,5 +52,6 @@ __all__ = [
     "UnsupportedError",
     "create_table",
     "open_table",
+    "scan_polars",
     "table_exists",
 ]

@@ -9,7 +9,7 @@ import itertools
 import logging
 import uuid
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import pyarrow as pa
 
@@ -31,8 +31,10 @@ from mergetable.core.fileio import FileIO
 from mergetable.core.options import TableOptions
 from mergetable.core.predicates import Filters, normalize_filters
 from mergetable.core.schema import TableSchema
+from mergetable.interop import Travel, arrow_stream, scan_polars, to_duckdb, to_pandas, to_polars
 from mergetable.merge import MergeFunction, create_merge_function, validate_merge_options
 from mergetable.metadata.models import CommitMessage, DataFileMeta, Snapshot, Tag
+from mergetable.read.count import count_rows
 from mergetable.read.incremental import (
     SnapshotRef,
     delta_splits,
@@ -45,6 +47,11 @@ from mergetable.read.scan import Planner, Split
 from mergetable.write.files import data_file_path
 from mergetable.write.input import RowKindArg, to_arrow_table
 from mergetable.write.writer import TableWriter
+
+if TYPE_CHECKING:
+    import duckdb
+    import pandas as pd
+    import polars as pl
 
 _identifiers = itertools.count(1)
 log = logging.getLogger(__name__)
@@ -140,6 +147,16 @@ class Table:
     @property
     def table_options(self) -> TableOptions:
         return self.table_schema.table_options
+
+    @property
+    def comment(self) -> str | None:
+        """The table comment given at creation."""
+        return self.table_schema.comment
+
+    @property
+    def version(self) -> int | None:
+        """The id of the latest snapshot (None before the first commit)."""
+        return self.snapshot_manager.latest_id()
 
     @property
     def merge_function(self) -> MergeFunction:
@@ -363,6 +380,38 @@ class Table:
         """Like :meth:`read`, streamed: memory is bounded by one section of one bucket at a time."""
         schema, tables = self._tables(columns, filter, snapshot_id, timestamp_ms, tag, incremental_between)
         return pa.RecordBatchReader.from_batches(schema, (b for t in tables for b in t.to_batches()))
+
+    def count(self, filter: Filters | None = None, **travel: Unpack[Travel]) -> int:
+        """The number of merged rows (matching ``filter``) of a snapshot, from file metadata where it can."""
+        return count_rows(self.split_reader(self.primary_key, filter), self.plan(filter, **travel))
+
+    # -- interop: polars, pandas, duckdb, Arrow streams (mergetable.interop) ----------------------------
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        """The latest merged rows as an Arrow C stream: ``pl.DataFrame(t)``, ``duckdb.sql("from t")``, …"""
+        return arrow_stream(self, requested_schema)
+
+    def to_polars(
+        self, columns: Sequence[str] | None = None, filter: Filters | None = None, lazy: bool = False,
+        **travel: Unpack[Travel],
+    ) -> pl.DataFrame | pl.LazyFrame:  # fmt: skip
+        """A polars DataFrame, or with ``lazy=True`` a LazyFrame pushing projections, filters and limits here."""
+        return to_polars(self, columns, filter, lazy, **travel)
+
+    def scan_polars(self, **travel: Unpack[Travel]) -> pl.LazyFrame:
+        """A polars LazyFrame over a snapshot (see :func:`mergetable.interop.scan_polars`)."""
+        return scan_polars(self, **travel)
+
+    def to_pandas(
+        self, columns: Sequence[str] | None = None, filter: Filters | None = None, **travel: Unpack[Travel]
+    ) -> pd.DataFrame:
+        """A pandas DataFrame (dates, times and decimals as exact Arrow dtypes, not ``object``)."""
+        return to_pandas(self, columns, filter, **travel)
+
+    def to_duckdb(
+        self, connection: duckdb.DuckDBPyConnection | None = None, **travel: Unpack[Travel]
+    ) -> duckdb.DuckDBPyRelation:
+        """A duckdb relation whose filters and projections are pushed into mergetable's reads."""
+        return to_duckdb(self, connection, **travel)
 
     def files(self, snapshot_id: int | None = None) -> list[tuple[tuple[str | None, ...], int, DataFileMeta]]:
         """(partition, bucket, file) of every live data file."""
