@@ -404,7 +404,7 @@ class Table:
     def to_pandas(
         self, columns: Sequence[str] | None = None, filter: Filters | None = None, **travel: Unpack[Travel]
     ) -> pd.DataFrame:
-        """A pandas DataFrame (dates, times and decimals as exact Arrow dtypes, not ``object``)."""
+        """A pandas DataFrame of exact ``pd.ArrowDtype`` columns (dates and decimals are not ``object``)."""
         return to_pandas(self, columns, filter, **travel)
 
     def to_duckdb(

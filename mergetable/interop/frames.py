@@ -123,19 +123,13 @@ def to_polars(
 def to_pandas(
     table: ReadableTable, columns: Sequence[str] | None = None, filter: Filters | None = None, **travel: Unpack[Travel]
 ) -> pd.DataFrame:
-    """The merged rows as a pandas ``DataFrame``.
+    """The merged rows as a pandas ``DataFrame`` of ``pd.ArrowDtype`` columns.
 
-    Dates, times, decimals and nested values become ``pd.ArrowDtype`` columns (exact, not ``object``);
-    numbers and timestamps use numpy dtypes, strings pandas' string dtype.
+    Every column keeps its exact Arrow type: dates, decimals and nested values are not ``object``, integer
+    columns with nulls stay integers and a null stays distinct from NaN, so the frame writes back unchanged.
     """
     pd = require("pandas", "Table.to_pandas()")
-    data = _read_all(TableScan(table, **travel), columns, filter)
-
-    def arrow_dtype(t: pa.DataType) -> Any:
-        exact = pa.types.is_decimal(t) or pa.types.is_date(t) or pa.types.is_time(t)
-        return pd.ArrowDtype(t) if exact or pa.types.is_nested(t) else None
-
-    return data.to_pandas(types_mapper=arrow_dtype)
+    return _read_all(TableScan(table, **travel), columns, filter).to_pandas(types_mapper=pd.ArrowDtype)
 
 
 def arrow_stream(table: ReadableTable, requested_schema: object | None = None, **travel: Unpack[Travel]) -> object:
