@@ -70,12 +70,10 @@ class UnsupportedError(MergeTableError, NotImplementedError):
 class MissingExtraError(MergeTableError, ImportError):
     """A feature needs an optional dependency that is not installed; the message names the extra to install."""
 
-    def __init__(self, feature: str, module: str, extra: str) -> None:
+    def __init__(self, feature: str, module: str, extra: str | None) -> None:
         self.extra = extra
-        super().__init__(
-            f"{feature} needs the '{module}' package, which is not installed: pip install 'mergetable[{extra}]'",
-            name=module,
-        )
+        install = f"pip install 'mergetable[{extra}]'" if extra else f"pip install {module}"
+        super().__init__(f"{feature} needs the '{module}' package, which is not installed: {install}", name=module)
 
 
 __all__ = [

@@ -24,4 +24,4 @@ def require(module: str, feature: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError:
         top = module.partition(".")[0]
-        raise MissingExtraError(feature, top, EXTRAS.get(top, "all")) from None
+        raise MissingExtraError(feature, top, EXTRAS.get(top)) from None

@@ -145,3 +145,16 @@ except mt.MissingExtraError as exc:
     )
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "t")], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_s3_without_s3fs_names_the_extra(tmp_path: Path) -> None:
+    code = BLOCK_PYSPARK.replace('"pyspark"', '"s3fs"').replace('"pyspark."', '"s3fs."') + """
+import mergetable as mt
+try:
+    mt.open_table("s3://bucket/orders")
+except mt.MissingExtraError as exc:
+    assert "mergetable[s3]" in str(exc) and isinstance(exc, ImportError), str(exc)
+    print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
