@@ -36,8 +36,8 @@ typecheck: install ## mypy --strict
 spec: install ## Regenerate spec/schemas from the metadata models
 	$(PY) -m mergetable.metadata.spec spec/schemas
 
-test: install java-check ## Run the whole test suite (unit, property, concurrency, Spark, S3)
-	$(PY) -m pytest -q -p no:cacheprovider tests
+test: install java-check ## Run the whole test suite (unit, property, concurrency, Spark, S3) and the docstring examples
+	$(PY) -m pytest -q -p no:cacheprovider tests mergetable pyspark_mergetable
 
 demo: install java-check ## Run the demo Spark pipeline on local files
 	$(PY) examples/demo.py

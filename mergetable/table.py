@@ -28,7 +28,7 @@ from mergetable.core.errors import (
     TableNotFoundError,
 )
 from mergetable.core.fileio import FileIO
-from mergetable.core.options import TableOptions
+from mergetable.core.options import DEFAULT_SPLIT_SIZE, TableOptions
 from mergetable.core.predicates import Filters, normalize_filters
 from mergetable.core.schema import TableSchema
 from mergetable.interop import Travel, arrow_stream, scan_polars, to_duckdb, to_pandas, to_polars
@@ -314,7 +314,7 @@ class Table:
         snapshot_id: int | None = None,
         timestamp_ms: int | None = None,
         tag: str | None = None,
-        target_split_size: int = 128 << 20,
+        target_split_size: int = DEFAULT_SPLIT_SIZE,
         incremental_between: tuple[SnapshotRef, SnapshotRef] | None = None,
     ) -> list[Split]:
         dnf = normalize_filters(filter, self.schema)

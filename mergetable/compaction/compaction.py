@@ -31,7 +31,7 @@ from mergetable.compaction.lsm import (
     worth_running,
 )
 from mergetable.core.fileio import FileIO
-from mergetable.core.options import ChangelogProducer
+from mergetable.core.options import MIB, ChangelogProducer
 from mergetable.core.rowkind import is_retract
 from mergetable.core.schema import VALUE_KIND, TableSchema
 from mergetable.merge import MergeFunction
@@ -100,7 +100,9 @@ class _FileCache:
                 self.size -= old.nbytes
 
 
-LOOKUP_CACHE = _FileCache(256 << 20)
+#: Bytes of decoded files the lookup compactions of a process keep (Paimon's lookup.cache-max-memory-size default).
+LOOKUP_CACHE_BYTES = 256 * MIB
+LOOKUP_CACHE = _FileCache(LOOKUP_CACHE_BYTES)
 
 
 class _CachingReader(SplitReader):

@@ -25,6 +25,16 @@ from mergetable.core.errors import CommitStateUnknownError, MissingExtraError
 _MEMORY_LOCK = threading.Lock()
 
 
+def _write_file(path: str, data: bytes, *, sync: bool) -> str:
+    """Write ``data`` to the local file ``path`` (flushed to disk when ``sync``) and return ``path``."""
+    with open(path, "wb") as fh:
+        fh.write(data)
+        if sync:
+            fh.flush()
+            os.fsync(fh.fileno())
+    return path
+
+
 class FileIO:
     """A table root plus the fsspec file system that holds it. Paths given to methods are absolute."""
 
@@ -106,13 +116,9 @@ class FileIO:
 
     def write_bytes(self, path: str, data: bytes) -> None:
         """Write (overwrite) a whole file; local writes go through a temp file and an atomic rename."""
-        parent = path.rsplit("/", 1)[0]
-        self.makedirs(parent)
+        self.makedirs(path.rsplit("/", 1)[0])
         if self.is_local:
-            tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
+            os.replace(_write_file(f"{path}.{uuid.uuid4().hex}.tmp", data, sync=False), path)
         else:
             self.fs.pipe_file(path, data)
 
@@ -125,11 +131,7 @@ class FileIO:
         parent = path.rsplit("/", 1)[0]
         self.makedirs(parent)
         if self.is_local:
-            tmp = f"{parent}/.{path.rsplit('/', 1)[-1]}.{uuid.uuid4().hex}.tmp"
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
+            tmp = _write_file(f"{parent}/.{path.rsplit('/', 1)[-1]}.{uuid.uuid4().hex}.tmp", data, sync=True)
             try:
                 os.link(tmp, path)
                 return True

@@ -14,6 +14,11 @@ The hash is defined on a column's canonical bytes and is the same on every machi
 A key of several columns combines the column hashes left to right: ``h = fmix64(h · 31 + h_col)``
 starting from ``h = SEED``. The bucket is ``h mod bucket_count`` (``h`` read as unsigned).
 ``fmix64`` is MurmurHash3's 64-bit finalizer. Everything is computed with numpy over whole arrays.
+
+Example:
+    >>> import pyarrow as pa
+    >>> bucket_of([pa.array([1, 2, 3, 4]), pa.array(["a", "b", "c", "d"])], 4).tolist()
+    [2, 1, 1, 1]
 """
 
 from __future__ import annotations
@@ -34,7 +39,18 @@ _MUL = np.uint64(31)
 
 
 def fmix64(h: np.ndarray) -> np.ndarray:
-    """MurmurHash3 fmix64 over a uint64 array (wrapping arithmetic)."""
+    """MurmurHash3's fmix64 finalizer over a uint64 array (wrapping arithmetic).
+
+    Args:
+        h: a uint64 array.
+
+    Returns:
+        The mixed values, a new uint64 array.
+
+    Example:
+        >>> fmix64(np.array([0, 1], dtype=np.uint64)).tolist()
+        [0, 12994781566227106604]
+    """
     h = h ^ (h >> _S33)
     h = h * _C1
     h = h ^ (h >> _S33)
@@ -49,7 +65,31 @@ def _as_chunk(values: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 
 def hash_column(values: pa.Array | pa.ChunkedArray, column: str = "?") -> np.ndarray:
-    """uint64 hash of every value of one non-null column."""
+    """The uint64 hash of every value of one key column (see the module docstring for the definition).
+
+    Args:
+        values: the column; integers of every width, dates, times and timestamps hash alike for equal
+            integer values, and ``string``/``large_string`` alike for equal text.
+        column: the column's name, for errors.
+
+    Returns:
+        A uint64 array, one hash per value.
+
+    Raises:
+        SchemaError: the column holds a NULL or has a type that cannot be a key (names ``column``).
+
+    Example:
+        >>> a = hash_column(pa.array([1, 2], pa.int32()))
+        >>> bool((a == hash_column(pa.array([1, 2], pa.int64()))).all())
+        True
+        >>> h = hash_column(pa.array([0.0, -0.0]))
+        >>> bool(h[0] == h[1])
+        True
+        >>> hash_column(pa.array([1, None]), "id")
+        Traceback (most recent call last):
+        ...
+        mergetable.core.errors.SchemaError: column 'id': key columns must not contain nulls
+    """
     arr = _as_chunk(values)
     if arr.null_count:
         raise SchemaError("key columns must not contain nulls", column)
@@ -114,7 +154,24 @@ def _hash_varlen(arr: pa.Array) -> np.ndarray:
 
 
 def hash_keys(columns: Sequence[pa.Array | pa.ChunkedArray], names: Sequence[str] = ()) -> np.ndarray:
-    """Combined uint64 hash of several key columns (row-wise)."""
+    """The combined uint64 hash of every row of several key columns: ``h = fmix64(h · 31 + h_col)``.
+
+    Args:
+        columns: the key columns, in key order, all of one length.
+        names: their names, for errors.
+
+    Returns:
+        A uint64 array, one hash per row.
+
+    Raises:
+        SchemaError: no column, or a column :func:`hash_column` rejects.
+
+    Example:
+        >>> keys = [pa.array([1, 1]), pa.array(["x", "y"])]
+        >>> h = hash_keys(keys, ["id", "name"])
+        >>> h.dtype.name, bool(h[0] != h[1])
+        ('uint64', True)
+    """
     if not columns:
         raise SchemaError("cannot hash an empty key")
     h = np.full(len(columns[0]), SEED, dtype=np.uint64)
@@ -125,7 +182,22 @@ def hash_keys(columns: Sequence[pa.Array | pa.ChunkedArray], names: Sequence[str
 
 
 def bucket_of(columns: Sequence[pa.Array | pa.ChunkedArray], num_buckets: int, names: Sequence[str] = ()) -> np.ndarray:
-    """Bucket number (int32) of every row."""
+    """The bucket of every row: its key hash modulo ``num_buckets``.
+
+    Args:
+        columns: the bucket-key columns, in key order.
+        num_buckets: the table's bucket count (``bucket``); with 1, every row is in bucket 0.
+        names: the columns' names, for errors.
+
+    Returns:
+        An int32 array, one bucket number per row.
+
+    Example:
+        >>> bucket_of([pa.array([1, 2, 3, 4, 5, 6, 7, 8])], 3).tolist()
+        [0, 1, 1, 2, 2, 1, 1, 0]
+        >>> bucket_of([pa.array([10, 11])], 1).tolist()
+        [0, 0]
+    """
     if num_buckets == 1:
         return np.zeros(len(columns[0]) if columns else 0, dtype=np.int32)
     return (hash_keys(columns, names) % np.uint64(num_buckets)).astype(np.int32)

@@ -45,11 +45,21 @@ class DeleteBehavior(StrEnum):
     DISABLE = "disable"
 
 
+KIB = 1 << 10
+MIB = 1 << 20
+GIB = 1 << 30
+#: Default target size of one read split (Paimon's ``source.split.target-size``).
+DEFAULT_SPLIT_SIZE = 128 * MIB
+#: Default ``write-buffer-size``: rows buffered in memory before a sorted run is flushed.
+DEFAULT_WRITE_BUFFER_SIZE = 256 * MIB
+#: Default ``target-file-size`` of a data file.
+DEFAULT_TARGET_FILE_SIZE = 128 * MIB
+
 _SIZE_UNITS = {
     "": 1, "b": 1, "bytes": 1,
-    "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10,
-    "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
-    "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
+    "k": KIB, "kb": KIB, "kib": KIB,
+    "m": MIB, "mb": MIB, "mib": MIB,
+    "g": GIB, "gb": GIB, "gib": GIB,
     "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40,
 }  # fmt: skip
 _DURATION_UNITS_MS = {
@@ -162,8 +172,8 @@ class TableOptions(BaseModel):
     versioned_ver_column: str | None = Field(None, alias="versioned.ver-column")
     field_options: dict[str, str] = Field(default_factory=dict, alias="field-options")
     # writing
-    write_buffer_size: MemorySize = Field(256 << 20, alias="write-buffer-size")
-    target_file_size: MemorySize = Field(128 << 20, alias="target-file-size")
+    write_buffer_size: MemorySize = Field(DEFAULT_WRITE_BUFFER_SIZE, alias="write-buffer-size")
+    target_file_size: MemorySize = Field(DEFAULT_TARGET_FILE_SIZE, alias="target-file-size")
     write_only: Bool = Field(False, alias="write-only")
     dynamic_partition_overwrite: Bool = Field(True, alias="dynamic-partition-overwrite")
     # commit and manifests
@@ -172,9 +182,9 @@ class TableOptions(BaseModel):
     commit_min_retry_wait: Duration = Field(10, alias="commit.min-retry-wait")
     commit_max_retry_wait: Duration = Field(10_000, alias="commit.max-retry-wait")
     manifest_merge_min_count: Int = Field(30, alias="manifest.merge-min-count")
-    manifest_target_file_size: MemorySize = Field(8 << 20, alias="manifest.target-file-size")
+    manifest_target_file_size: MemorySize = Field(8 * MIB, alias="manifest.target-file-size")
     manifest_full_compaction_threshold_size: MemorySize = Field(
-        16 << 20, alias="manifest.full-compaction-threshold-size"
+        16 * MIB, alias="manifest.full-compaction-threshold-size"
     )
     # expiration
     snapshot_num_retained_min: Int = Field(10, alias="snapshot.num-retained.min")

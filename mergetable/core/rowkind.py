@@ -1,4 +1,9 @@
-"""Row kinds (``_VALUE_KIND``): +I=0, -U=1, +U=2, -D=3, as in Paimon's RowKind."""
+"""Row kinds (``_VALUE_KIND``): +I=0, -U=1, +U=2, -D=3, as in Paimon's RowKind.
+
+Example:
+    >>> RowKind.parse("-d"), RowKind.DELETE.short, RowKind.DELETE.is_retract
+    (<RowKind.DELETE: 3>, '-D', True)
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,13 @@ from mergetable.core.errors import SchemaError
 
 
 class RowKind(IntEnum):
+    """The kind of a change row; the integer is what ``_VALUE_KIND`` stores.
+
+    Example:
+        >>> int(RowKind.UPDATE_AFTER), RowKind(1).short
+        (2, '-U')
+    """
+
     INSERT = 0
     UPDATE_BEFORE = 1
     UPDATE_AFTER = 2
@@ -19,14 +31,46 @@ class RowKind(IntEnum):
 
     @property
     def short(self) -> str:
+        """The short spelling: ``+I``, ``-U``, ``+U`` or ``-D``.
+
+        Example:
+            >>> [k.short for k in RowKind]
+            ['+I', '-U', '+U', '-D']
+        """
         return _SHORT[self]
 
     @property
     def is_retract(self) -> bool:
+        """Whether the kind retracts a row (-U or -D).
+
+        Example:
+            >>> [k.short for k in RowKind if k.is_retract]
+            ['-U', '-D']
+        """
         return self in (RowKind.UPDATE_BEFORE, RowKind.DELETE)
 
     @classmethod
     def parse(cls, value: str | int | RowKind) -> RowKind:
+        """A row kind from its short spelling (any case, surrounding blanks ignored), integer or itself.
+
+        Args:
+            value: ``"+I"``, ``"-U"``, ``"+U"``, ``"-D"``, 0 to 3, or a :class:`RowKind`.
+
+        Returns:
+            The row kind.
+
+        Raises:
+            SchemaError: a string that is no row kind.
+            ValueError: an integer outside 0 to 3.
+
+        Example:
+            >>> RowKind.parse(" +u "), RowKind.parse(3)
+            (<RowKind.UPDATE_AFTER: 2>, <RowKind.DELETE: 3>)
+            >>> RowKind.parse("x")
+            Traceback (most recent call last):
+            ...
+            mergetable.core.errors.SchemaError: unknown row kind 'x' (expected +I, -U, +U or -D)
+        """
         if isinstance(value, RowKind):
             return value
         if isinstance(value, int):
@@ -46,7 +90,22 @@ KIND_STRINGS = pa.array(["+I", "-U", "+U", "-D"], pa.string())
 
 
 def kinds_from_strings(values: pa.Array | pa.ChunkedArray, column: str = "row kind") -> pa.Array:
-    """Vectorized ``'+I'|'-U'|'+U'|'-D'`` strings to int8 kinds; anything else is a :class:`SchemaError`."""
+    """Vectorized: ``+I``/``-U``/``+U``/``-D`` strings (any case, blanks ignored) to int8 kinds.
+
+    Args:
+        values: a string array.
+        column: the column the strings come from, named in the error.
+
+    Returns:
+        An int8 array of :class:`RowKind` values.
+
+    Raises:
+        SchemaError: a value (NULL included) is no row kind; names ``column`` and up to three values.
+
+    Example:
+        >>> kinds_from_strings(pa.array(["+I", "-d", " +U"])).to_pylist()
+        [0, 3, 2]
+    """
     values = pc.utf8_upper(pc.utf8_trim_whitespace(values))
     codes = pc.index_in(values, value_set=KIND_STRINGS)
     if codes.null_count:
@@ -56,9 +115,20 @@ def kinds_from_strings(values: pa.Array | pa.ChunkedArray, column: str = "row ki
 
 
 def kinds_to_strings(kinds: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Vectorized: int8 kinds to their short spellings (the inverse of :func:`kinds_from_strings`).
+
+    Example:
+        >>> kinds_to_strings(pa.array([0, 1, 2, 3], pa.int8())).to_pylist()
+        ['+I', '-U', '+U', '-D']
+    """
     return pc.take(KIND_STRINGS, pc.cast(kinds, pa.int32()))
 
 
 def is_retract(kinds: np.ndarray) -> np.ndarray:
-    """Boolean mask of -U/-D rows for an int8 kind array."""
+    """Boolean mask of the -U/-D rows of an int8 kind array.
+
+    Example:
+        >>> is_retract(np.array([0, 1, 2, 3], dtype=np.int8)).tolist()
+        [False, True, False, True]
+    """
     return (kinds == RowKind.UPDATE_BEFORE) | (kinds == RowKind.DELETE)

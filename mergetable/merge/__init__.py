@@ -1,8 +1,21 @@
 """Merge engines: one protocol and registry used by writes, merge-on-read and compaction.
 
 Engines (``merge-engine``, Fluss ``table.merge-engine``): ``deduplicate`` (Fluss ``default``),
-``partial-update``, ``aggregation``, ``first-row`` (Fluss ``first_row``) and Fluss's ``versioned``.
-Aggregate functions live in the ``agg_*`` modules, grouped by family.
+``partial-update``, ``aggregation``, ``first-row`` (Fluss ``first_row``) and Fluss's ``versioned``, in
+:mod:`mergetable.merge.engines`. Aggregate functions live in :mod:`mergetable.merge.aggregates`, one module
+per family.
+
+Example:
+    >>> import pyarrow as pa
+    >>> from mergetable.core.schema import TableSchema
+    >>> schema = TableSchema.create(
+    ...     pa.schema([("id", pa.int64()), ("total", pa.float64())]), ["id"],
+    ...     options={"merge-engine": "aggregation", "fields.total.aggregate-function": "sum"})
+    >>> engine = create_merge_function(schema)
+    >>> rows = pa.table({"id": [1, 2, 1], "_SEQUENCE_NUMBER": [0, 1, 2],
+    ...                  "_VALUE_KIND": pa.array([0, 0, 0], pa.int8()), "total": [1.0, 5.0, 2.5]})
+    >>> engine.merge(rows).select(["id", "total"]).to_pydict()
+    {'id': [1, 2], 'total': [3.5, 5.0]}
 """
 
 from mergetable.core.options import MergeEngine

@@ -85,14 +85,43 @@ _VALIDATORS: dict[MergeEngine, Callable[[TableSchema], None]] = {}
 
 
 def register(engine: MergeEngine, factory: Factory, validator: Callable[[TableSchema], None] | None = None) -> None:
-    """Register the factory (and optional create-time validator) of a merge engine."""
+    """Register the factory (and optional create-time validator) of a merge engine.
+
+    :mod:`mergetable.merge` registers the built-in engines when it is imported; registering an engine
+    again replaces its factory.
+
+    Args:
+        engine: the ``merge-engine`` value the factory serves.
+        factory: builds the engine's :class:`MergeFunction` for a table schema.
+        validator: create-time checks of the engine's options (raises ``OptionsError``/``SchemaError``).
+
+    Example:
+        >>> from mergetable.merge import Deduplicate
+        >>> register(MergeEngine.DEDUPLICATE, Deduplicate)
+    """
     _REGISTRY[engine] = factory
     if validator is not None:
         _VALIDATORS[engine] = validator
 
 
 def create_merge_function(schema: TableSchema) -> MergeFunction:
-    """The merge function of the table's ``merge-engine`` (raises OptionsError for an unknown engine)."""
+    """The merge function of the table's ``merge-engine``.
+
+    Args:
+        schema: the table schema; its options configure the engine.
+
+    Returns:
+        A :class:`MergeFunction` for rows of that schema.
+
+    Raises:
+        OptionsError: no engine is registered for ``merge-engine``, or an engine option is invalid.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> schema = TableSchema.create(pa.schema([("id", pa.int64()), ("v", pa.string())]), ["id"])
+        >>> type(create_merge_function(schema)).__name__
+        'Deduplicate'
+    """
     engine = schema.table_options.merge_engine
     try:
         factory = _REGISTRY[engine]
@@ -102,7 +131,25 @@ def create_merge_function(schema: TableSchema) -> MergeFunction:
 
 
 def validate_merge_options(schema: TableSchema) -> None:
-    """Create-time validation of the engine's options (raises OptionsError / SchemaError)."""
+    """Create-time validation of the engine's options: everything that would make a merge fail later.
+
+    Args:
+        schema: the table schema to check.
+
+    Raises:
+        OptionsError: an unknown engine or function, or an option the engine rejects (names the option).
+        SchemaError: a column type the configured function cannot aggregate (names the column).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> fields = pa.schema([("id", pa.int64()), ("total", pa.string())])
+        >>> schema = TableSchema.create(fields, ["id"], options={
+        ...     "merge-engine": "aggregation", "fields.total.aggregate-function": "sum"})
+        >>> validate_merge_options(schema)
+        Traceback (most recent call last):
+        ...
+        mergetable.core.errors.SchemaError: column 'total': ... must be 'NumericType' but was 'STRING'.
+    """
     engine = schema.table_options.merge_engine
     if engine not in _REGISTRY:
         raise OptionsError("merge-engine", f"merge engine '{engine.value}' is not available")
@@ -113,5 +160,12 @@ def validate_merge_options(schema: TableSchema) -> None:
 
 
 def system_and_key_columns(schema: TableSchema) -> list[str]:
-    """Key columns, ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``: always part of a merge's rows."""
+    """Key columns, ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``: always part of a merge's rows.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> fields = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.string())])
+        >>> system_and_key_columns(TableSchema.create(fields, ["dt", "id"], ["dt"]))
+        ['id', '_SEQUENCE_NUMBER', '_VALUE_KIND']
+    """
     return [*schema.trimmed_primary_keys, SEQUENCE_NUMBER, VALUE_KIND]

@@ -46,6 +46,11 @@ def sort_permutation(
     ``seq_ordered`` promises that rows of one key already appear in ascending ``_SEQUENCE_NUMBER``
     order, so a stable sort on the key alone suffices (the common case when runs are concatenated
     oldest first).
+
+    Example:
+        >>> rows = pa.table({"id": [2, 1, 2, 1], "_SEQUENCE_NUMBER": [5, 4, 3, 6]})
+        >>> sort_permutation(rows, ["id"]).tolist()
+        [1, 3, 2, 0]
     """
     n = rows.num_rows
     if n <= 1:
@@ -66,7 +71,14 @@ def sort_permutation(
 
 
 def group_starts(sorted_keys: Sequence[pa.ChunkedArray | pa.Array]) -> np.ndarray:
-    """Start offsets of runs of equal keys in key-sorted columns."""
+    """Start offsets of the runs of equal keys in key-sorted (non-null) key columns.
+
+    Example:
+        >>> group_starts([pa.array([1, 1, 2, 5, 5, 5])]).tolist()
+        [0, 2, 3]
+        >>> group_starts([pa.array(["a", "a", "b"]), pa.array([1, 2, 2])]).tolist()
+        [0, 1, 2]
+    """
     n = len(sorted_keys[0]) if sorted_keys else 0
     if n == 0:
         return np.zeros(0, dtype=np.int64)

@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from mergetable.commit.manifests import ManifestIO
+from mergetable.core.options import DEFAULT_SPLIT_SIZE
 from mergetable.core.predicates import Conjunct, candidate_buckets, comparable, may_match
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import DataFileMeta, ManifestEntry, Snapshot
@@ -144,7 +145,7 @@ class Planner:
         return out
 
     def plan(
-        self, snapshot: Snapshot | None, dnf: list[Conjunct] | None, target_split_size: int = 128 << 20
+        self, snapshot: Snapshot | None, dnf: list[Conjunct] | None, target_split_size: int = DEFAULT_SPLIT_SIZE
     ) -> list[Split]:
         if snapshot is None:
             return []

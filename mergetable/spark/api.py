@@ -1,4 +1,8 @@
-"""Python helpers around the data source: :func:`register`, :func:`read` and :func:`write`."""
+"""Python helpers around the data source: :func:`register`, :func:`read` and :func:`write`.
+
+They need a ``SparkSession``, so their examples are shown but not run as doctests; the same calls run
+in ``tests/spark``.
+"""
 
 from __future__ import annotations
 
@@ -22,7 +26,18 @@ from mergetable.table import open_table, table_exists
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``mergetable`` format in ``spark`` (only needed where ``pyspark_mergetable`` is not installed)."""
+    """Register the ``mergetable`` data source format in ``spark``.
+
+    Only needed where the ``pyspark_mergetable`` package (which Spark discovers by itself) is not installed.
+
+    Args:
+        spark: the session to register the format in.
+
+    Example:
+        >>> register(spark)  # doctest: +SKIP
+        >>> spark.read.format("mergetable").load("/tmp/tables/orders").count()  # doctest: +SKIP
+        2
+    """
     spark.dataSource.register(MergeTableDataSource)
 
 
@@ -51,9 +66,27 @@ def read(
 ) -> DataFrame:
     """``spark.read.format("mergetable").load(uri)`` with a column list and a pruning DNF ``filter``.
 
-    ``filter`` uses the pyarrow DNF convention (``[("dt", "=", "2024-05-01"), ("id", ">", 10)]``) and is
-    applied exactly, with partition, bucket and key-range pruning, whatever Spark's pushdown conf is.
-    Other keyword arguments are read options with ``_`` for ``-`` (``snapshot_id=3``, ``tag="t1"``).
+    Args:
+        spark: the session.
+        uri: the table's location (local path, ``file://``, ``s3://`` …).
+        columns: the columns to read (all when ``None``).
+        filter: a filter in the pyarrow DNF convention (``[("dt", "=", "2024-05-01"), ("id", ">", 10)]``),
+            applied exactly, with partition, bucket and key-range pruning, whatever Spark's pushdown
+            configuration is.
+        options: read options as in ``spark.read.option(...)``.
+        **kwargs: more read options, with ``_`` for ``-`` (``snapshot_id=3``, ``tag="t1"``).
+
+    Returns:
+        The merged rows of the table as a ``DataFrame``.
+
+    Raises:
+        OptionsError: an empty ``filter`` (other options are checked when Spark plans the read).
+
+    Example:
+        >>> df = read(spark, "/tmp/tables/orders", columns=["total"], filter=[("id", ">", 1)],
+        ...           snapshot_id=1)  # doctest: +SKIP
+        >>> df.collect()  # doctest: +SKIP
+        [Row(total=5.5)]
     """
     opts = _option_map(options, kwargs)
     if columns is not None:
@@ -96,8 +129,25 @@ def write(
     write every bucket). Rows of one key then all reach one task, but in no defined order across the
     input partitions: use ``sequence.field`` where the order of updates to a key matters.
 
-    ``options`` are write/table options as in ``df.write.option(...)`` (``{"fields.total.aggregate-function":
-    "sum"}``); keyword arguments are too, with ``_`` for ``-`` (``primary_key="id"``, ``bucket=4``).
+    Args:
+        df: the rows to write (with a row-kind column when ``row-kind-column`` names one).
+        uri: the table's location; the table is created on the first write.
+        mode: ``append`` or ``overwrite``.
+        options: write and table options as in ``df.write.option(...)``
+            (``{"fields.total.aggregate-function": "sum"}``).
+        num_partitions: the number of write tasks (Spark's default shuffle partitions when ``None``).
+        **kwargs: more options, with ``_`` for ``-`` (``primary_key="id"``, ``bucket=4``).
+
+    Raises:
+        OptionsError: a bad ``mode`` or option, or no ``primary_key`` for a table that does not exist yet.
+
+    Example:
+        >>> df = spark.createDataFrame([(1, 10.0), (2, 5.5)], "id long, total double")  # doctest: +SKIP
+        >>> write(df, "/tmp/tables/orders", primary_key="id", bucket=2,
+        ...       options={"merge-engine": "aggregation", "fields.total.aggregate-function": "sum"})  # doctest: +SKIP
+        >>> write(df, "/tmp/tables/orders")  # doctest: +SKIP
+        >>> sorted(read(spark, "/tmp/tables/orders").collect())  # doctest: +SKIP
+        [Row(id=1, total=20.0), Row(id=2, total=11.0)]
     """
     if mode not in ("append", "overwrite"):
         raise OptionsError("mode", f"must be 'append' or 'overwrite', got '{mode}'")

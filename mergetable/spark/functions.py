@@ -24,8 +24,10 @@ Function                               Meaning
 ``THETA_SKETCH_UNION(s, …)``           union
 =====================================  ==========================================================
 
-Arguments that are arrays are flattened, so ``TO_BITMAP(collect_list(page))`` also works. pyspark is
-imported only when :func:`register_functions` runs.
+Spark's own ``bitmap_count`` (popcount of its bitmap format) takes precedence over ``BITMAP_COUNT`` in
+SQL: count mergetable bitmaps with ``FROM_BITMAP``. Arguments that are arrays are flattened, so
+``TO_BITMAP(collect_list(page))`` also works. pyspark is imported only when :func:`register_functions`
+runs.
 """
 
 from __future__ import annotations
@@ -80,12 +82,40 @@ def _signed(values: list[int]) -> list[int]:
 
 
 def function_names() -> list[str]:
-    """The SQL names :func:`register_functions` registers."""
+    """The SQL names :func:`register_functions` registers, in registration order.
+
+    Returns:
+        The upper-case function names.
+
+    Example:
+        >>> names = function_names()
+        >>> names[:3], "HLL_SKETCH_COUNT" in names, len(names)
+        (['TO_BITMAP', 'TO_BITMAP64', 'FROM_BITMAP'], True, 17)
+    """
     return list(_builders())
 
 
 def register_functions(spark: Any) -> list[str]:
-    """Register every bitmap/sketch function as an Arrow UDF on ``spark``; returns their names."""
+    """Register every bitmap and sketch function as an Arrow UDF of the session ``spark``.
+
+    Each is a vectorized UDF over the functions of :mod:`mergetable.functions`, so values built in
+    Spark SQL and in Python are the same bytes.
+
+    Args:
+        spark: a ``SparkSession`` (pyspark 4.1 or newer, for ``arrow_udf``).
+
+    Returns:
+        The registered names (:func:`function_names`).
+
+    Example:
+        >>> from mergetable.functions import to_bitmap
+        >>> register_functions(spark)  # doctest: +SKIP
+        ['TO_BITMAP', 'TO_BITMAP64', ...]
+        >>> spark.sql("SELECT TO_BITMAP(1, 2, 3) AS b").first().b == to_bitmap(1, 2, 3)  # doctest: +SKIP
+        True
+        >>> spark.sql("SELECT FROM_BITMAP(BITMAP_OR(TO_BITMAP(1, 2), TO_BITMAP(2, 5)))").first()[0]  # doctest: +SKIP
+        3
+    """
     from pyspark.sql.functions import arrow_udf  # type: ignore[attr-defined]  # pyspark >= 4.1, not in its stubs
 
     names = []

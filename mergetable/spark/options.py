@@ -18,7 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mergetable.core.errors import OptionsError
-from mergetable.core.options import TableOptions, normalize_option_keys, parse_list, parse_memory_size
+from mergetable.core.options import (
+    DEFAULT_SPLIT_SIZE,
+    TableOptions,
+    normalize_option_keys,
+    parse_list,
+    parse_memory_size,
+)
 from mergetable.core.predicates import Conjunct
 
 STORAGE_PREFIX = "storage."
@@ -68,6 +74,9 @@ WRITE_TUNABLES = frozenset(
         "commit.max-retry-wait",
     }
 )
+
+#: Default rows per Arrow batch a Spark reader yields (``batch-size``).
+DEFAULT_BATCH_SIZE = 256 * 1024
 
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
@@ -121,8 +130,8 @@ class ReadOptions:
     columns: tuple[str, ...] | None = None
     filter: list[Conjunct] | None = None
     pushdown: str = "auto"
-    split_size: int = 128 << 20
-    batch_size: int = 256 * 1024
+    split_size: int = DEFAULT_SPLIT_SIZE
+    batch_size: int = DEFAULT_BATCH_SIZE
     time_travel: dict[str, str] = field(default_factory=dict)
     incremental_between: tuple[int | str, int | str] | None = None
 
@@ -150,11 +159,11 @@ class ReadOptions:
         pushdown = opts.get("pushdown", "auto").strip().lower()
         if pushdown not in ("auto", "true", "false"):
             raise OptionsError("pushdown", f"must be auto, true or false, got '{pushdown}'")
-        split_size = 128 << 20
+        split_size = DEFAULT_SPLIT_SIZE
         for k in _SPLIT_SIZE_KEYS:
             if k in opts:
                 split_size = _positive(k, opts[k], parse_memory_size)
-        batch_size = _positive("batch-size", opts["batch-size"], int) if "batch-size" in opts else 256 * 1024
+        batch_size = _positive("batch-size", opts["batch-size"], int) if "batch-size" in opts else DEFAULT_BATCH_SIZE
         return cls(
             uri=table_uri(opts),
             storage=storage_options(opts),

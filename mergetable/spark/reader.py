@@ -16,9 +16,11 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
+from mergetable.core.options import DEFAULT_SPLIT_SIZE
 from mergetable.core.predicates import Conjunct
 from mergetable.read.scan import Split
 from mergetable.spark.filters import and_dnf, split_filters
+from mergetable.spark.options import DEFAULT_BATCH_SIZE
 from mergetable.spark.types import conform_for_spark, spark_arrow_schema
 from mergetable.table import Table
 
@@ -61,8 +63,8 @@ class MergeTableReader(DataSourceReader):
         snapshot_id: int | None,
         schema: StructType,
         dnf: list[Conjunct] | None = None,
-        split_size: int = 128 << 20,
-        batch_size: int = 256 * 1024,
+        split_size: int = DEFAULT_SPLIT_SIZE,
+        batch_size: int = DEFAULT_BATCH_SIZE,
         incremental_between: tuple[int | str, int | str] | None = None,
     ) -> None:
         self.table = table

@@ -32,7 +32,7 @@ from pyspark.sql.types import StringType, StructType
 
 from mergetable.core.errors import OptionsError, SchemaError
 from mergetable.core.fileio import FileIO
-from mergetable.core.options import MergeEngine
+from mergetable.core.options import MIB, MergeEngine
 from mergetable.core.schema import TableSchema
 from mergetable.merge import validate_merge_options
 from mergetable.metadata.models import CommitMessage
@@ -43,7 +43,7 @@ from mergetable.write.files import data_file_path
 
 COMMIT_IDENTIFIER = 1
 STAGING_DIR = "_spark_staging"
-_CHUNK_BYTES = 32 << 20
+_CHUNK_BYTES = 32 * MIB
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,9 @@ def test_sketches() -> None:
     assert f.theta_estimate(f.theta_union(f.theta_sketch(1, 2), f.theta_sketch(2, 3))) == 3.0
     with pytest.raises(ValueError, match="not a serialized HLL sketch"):
         f.hll_estimate(b"junk")
+    for junk in (b"ju", b"junk-junk-junk"):  # shorter than a sketch header, and a wrong one
+        with pytest.raises(ValueError, match="not a serialized Theta sketch"):
+            f.theta_estimate(junk)
 
 
 def test_udf_implementations_without_spark() -> None:

@@ -226,6 +226,27 @@ class AggFunction:
         return self.to_arrow(out)
 
 
+class NullSkipping(AggFunction):
+    """A function with Paimon's null rule: ``agg(null, x) = x`` and ``agg(acc, null) = acc``.
+
+    Subclasses implement :meth:`combine` for two non-null values.
+    """
+
+    def agg(self, acc: Any, x: Any, state: Any) -> Any:
+        if acc is None or x is None:
+            return x if acc is None else acc
+        return self.combine(acc, x)
+
+    def combine(self, acc: Any, x: Any) -> Any:
+        """The accumulator after adding ``x`` (both non-null)."""
+        raise NotImplementedError
+
+
+def wrong_type(label: str, expected: str, t: pa.DataType, end: str = ".") -> str:
+    """Paimon's message for a column type a function cannot aggregate."""
+    return f"Data type for {label} column must be '{expected}' but was '{paimon_type_name(t)}'{end}"
+
+
 def considered_records(fi: FoldInput) -> np.ndarray | None:
     """Records that feed a null-skipping accumulator: non-null and at/after the group's last RESET.
 
@@ -329,7 +350,14 @@ def register_function(cls: FunctionClass) -> FunctionClass:
 
 
 def function_names() -> list[str]:
-    """Every accepted function name (Paimon names, then aliases)."""
+    """Every accepted ``fields.<f>.aggregate-function`` name: Paimon's names, then the aliases.
+
+    Example:
+        >>> import mergetable.merge
+        >>> names = function_names()
+        >>> "sum" in names, "string_agg" in names, "primary-key" in names
+        (True, True, False)
+    """
     return sorted(n for n in _FUNCTIONS if n != "primary-key") + sorted(ALIASES)
 
 
@@ -366,6 +394,7 @@ __all__ = [
     "AggFunction",
     "FieldOptions",
     "FoldInput",
+    "NullSkipping",
     "considered_records",
     "create_function",
     "function_names",
@@ -374,4 +403,5 @@ __all__ = [
     "register_function",
     "resolve_function",
     "unsupported_retraction",
+    "wrong_type",
 ]

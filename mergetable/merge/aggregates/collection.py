@@ -22,8 +22,10 @@ from mergetable.merge.aggregates.base import (
     RESET,
     AggFunction,
     FoldInput,
+    NullSkipping,
     paimon_type_name,
     register_function,
+    wrong_type,
 )
 
 # Characters for which Java's Character.isWhitespace is true (U+00A0, U+2007, U+202F are not).
@@ -68,7 +70,7 @@ class ListAgg(AggFunction):
     def check_type(cls, column: str, t: pa.DataType) -> str | None:
         if pa.types.is_string(t) or pa.types.is_large_string(t):
             return None
-        return f"Data type for list agg column must be 'VarCharType' but was '{paimon_type_name(t)}'."
+        return wrong_type("list agg", "VarCharType", t)
 
     def _split(self, text: str) -> list[str]:
         return text.split(self.delimiter) if self.delimiter else re.split(r"\s", text)
@@ -132,7 +134,7 @@ class Collect(AggFunction):
     def check_type(cls, column: str, t: pa.DataType) -> str | None:
         if pa.types.is_list(t) or pa.types.is_large_list(t):
             return None
-        return f"Data type for collect column must be 'Array' but was '{paimon_type_name(t)}'."
+        return wrong_type("collect", "Array", t)
 
     def agg(self, acc: Any, x: Any, state: Any) -> Any:
         if acc is None and x is None:
@@ -177,7 +179,7 @@ def _map_items(value: Any) -> list[tuple[Any, Any]]:
 
 
 @register_function
-class MergeMap(AggFunction):
+class MergeMap(NullSkipping):
     """``merge_map``: union of maps, the later value winning per key; retraction removes keys."""
 
     name = "merge_map"
@@ -185,13 +187,9 @@ class MergeMap(AggFunction):
 
     @classmethod
     def check_type(cls, column: str, t: pa.DataType) -> str | None:
-        if pa.types.is_map(t):
-            return None
-        return f"Data type for merge map column must be 'MAP' but was '{paimon_type_name(t)}'"
+        return None if pa.types.is_map(t) else wrong_type("merge map", "MAP", t, end="")
 
-    def agg(self, acc: Any, x: Any, state: Any) -> Any:
-        if acc is None or x is None:
-            return x if acc is None else acc
+    def combine(self, acc: Any, x: Any) -> Any:
         merged: dict[Any, tuple[Any, Any]] = {}
         for k, v in [*_map_items(acc), *_map_items(x)]:
             merged[freeze(k)] = (k, v)

@@ -20,12 +20,13 @@ import pyarrow as pa
 from mergetable.core.errors import MergeError
 from mergetable.merge.aggregates.base import (
     RETRACT,
-    AggFunction,
     FoldInput,
+    NullSkipping,
     considered_records,
     groups_with,
     paimon_type_name,
     register_function,
+    wrong_type,
 )
 from mergetable.merge.arrays import (
     decimal_from_unscaled,
@@ -60,14 +61,13 @@ def _int_bounds(t: pa.DataType) -> tuple[int, int]:
     return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
 
 
-class _NumericBase(AggFunction):
-    label: ClassVar[str] = "?"
+class _NumericBase(NullSkipping):
+    #: The operator ``agg`` applies: ``+`` or ``*``.
+    symbol: ClassVar[str] = "+"
 
     @classmethod
     def check_type(cls, column: str, t: pa.DataType) -> str | None:
-        if _is_numeric(t):
-            return None
-        return f"Data type for {cls.label} column must be 'NumericType' but was '{paimon_type_name(t)}'."
+        return None if _is_numeric(t) else wrong_type(cls.name, "NumericType", t)
 
     # -- exact scalar arithmetic ------------------------------------------------------------------
     def _overflow(self, a: Any, op: str, b: Any, result: Any) -> MergeError:
@@ -96,6 +96,9 @@ class _NumericBase(AggFunction):
                 raise self._overflow(a, op, b, result)
         return result
 
+    def combine(self, acc: Any, x: Any) -> Any:
+        return self._checked(acc, self.symbol, x, _mul(acc, x) if self.symbol == "*" else _add(acc, x))
+
     def _refold_exact(self, fi: FoldInput, risky: np.ndarray) -> None:
         """Re-fold the ``risky`` groups record by record (raises at the first overflow)."""
         if fi.active is not None:
@@ -110,19 +113,14 @@ class Sum(_NumericBase):
     """``sum``: adds; retracts by subtracting (``retract(null, x) = -x``)."""
 
     name = "sum"
-    label = "sum"
+    symbol = "+"
     supports_retract = True
 
-    def agg(self, acc: Any, x: Any, state: Any) -> Any:
-        if acc is None or x is None:
-            return x if acc is None else acc
-        return self._checked(acc, "+", x, _add(acc, x))
-
     def retract(self, acc: Any, x: Any, state: Any) -> Any:
-        if acc is None or x is None:
-            if acc is None and x is not None:
-                return self._checked(None, "-", x, _sub(0 * x, x))
+        if x is None:
             return acc
+        if acc is None:
+            return self._checked(None, "-", x, _sub(0 * x, x))
         return self._checked(acc, "-", x, _sub(acc, x))
 
     def fold(self, fi: FoldInput) -> pa.Array:
@@ -170,13 +168,8 @@ class Product(_NumericBase):
     """``product``: multiplies; retracts by dividing (integer division truncates, as in Java)."""
 
     name = "product"
-    label = "product"
+    symbol = "*"
     supports_retract = True
-
-    def agg(self, acc: Any, x: Any, state: Any) -> Any:
-        if acc is None or x is None:
-            return x if acc is None else acc
-        return self._checked(acc, "*", x, _mul(acc, x))
 
     def retract(self, acc: Any, x: Any, state: Any) -> Any:
         if acc is None or x is None:
@@ -217,7 +210,7 @@ class Product(_NumericBase):
         return from_numpy(prods, has, t)
 
 
-class _Extreme(AggFunction):
+class _Extreme(NullSkipping):
     """``max``/``min`` over every comparable type."""
 
     pick_max: ClassVar[bool] = True
@@ -228,9 +221,7 @@ class _Extreme(AggFunction):
             return f"Data type for {cls.name} column '{column}' must be comparable but was '{paimon_type_name(t)}'."
         return None
 
-    def agg(self, acc: Any, x: Any, state: Any) -> Any:
-        if acc is None or x is None:
-            return x if acc is None else acc
+    def combine(self, acc: Any, x: Any) -> Any:
         return max(acc, x) if self.pick_max else min(acc, x)
 
     def fold(self, fi: FoldInput) -> pa.Array:
@@ -291,19 +282,15 @@ class Min(_Extreme):
     pick_max = False
 
 
-class _Bool(AggFunction):
+class _Bool(NullSkipping):
     all_true: ClassVar[bool] = True
     label: ClassVar[str] = "?"
 
     @classmethod
     def check_type(cls, column: str, t: pa.DataType) -> str | None:
-        if pa.types.is_boolean(t):
-            return None
-        return f"Data type for {cls.label} column must be 'BooleanType' but was '{paimon_type_name(t)}'."
+        return None if pa.types.is_boolean(t) else wrong_type(cls.label, "BooleanType", t)
 
-    def agg(self, acc: Any, x: Any, state: Any) -> Any:
-        if acc is None or x is None:
-            return x if acc is None else acc
+    def combine(self, acc: Any, x: Any) -> Any:
         return (acc and x) if self.all_true else (acc or x)
 
     def fold(self, fi: FoldInput) -> pa.Array:

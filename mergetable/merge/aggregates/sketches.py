@@ -23,22 +23,22 @@ from pyroaring import BitMap, BitMap64
 
 from mergetable.core.errors import MergeError
 from mergetable.merge.aggregates.base import (
-    AggFunction,
     FoldInput,
+    NullSkipping,
     considered_records,
-    paimon_type_name,
     register_function,
+    wrong_type,
 )
 
 
-class _BytesUnion(AggFunction):
+class _BytesUnion(NullSkipping):
     label: ClassVar[str] = "?"
 
     @classmethod
     def check_type(cls, column: str, t: pa.DataType) -> str | None:
         if pa.types.is_binary(t) or pa.types.is_large_binary(t):
             return None
-        return f"Data type for {cls.label} column must be 'VarBinaryType' but was '{paimon_type_name(t)}'."
+        return wrong_type(cls.label, "VarBinaryType", t)
 
     def union(self, values: list[bytes]) -> bytes:
         raise NotImplementedError
@@ -46,9 +46,7 @@ class _BytesUnion(AggFunction):
     def _malformed(self, exc: Exception) -> MergeError:
         return MergeError(f"column '{self.column}': {self.name}: malformed serialized value ({exc})")
 
-    def agg(self, acc: Any, x: Any, state: Any) -> Any:
-        if acc is None or x is None:
-            return x if acc is None else acc
+    def combine(self, acc: Any, x: Any) -> Any:
         return self.union([acc, x])
 
     def fold(self, fi: FoldInput) -> pa.Array:

@@ -12,7 +12,7 @@ cannot retract.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -35,6 +35,11 @@ class _State:
         self.initialized = False
 
 
+def _non_null(fi: FoldInput) -> np.ndarray | None:
+    """The non-null records (``None`` when every record is non-null)."""
+    return fi.valid if fi.values.null_count else None
+
+
 def _positions_except_retract(fi: FoldInput, pos: np.ndarray) -> np.ndarray:
     """``pos`` with groups whose deciding record is a RETRACT turned into NULL (-1)."""
     if fi.events is None:
@@ -45,61 +50,71 @@ def _positions_except_retract(fi: FoldInput, pos: np.ndarray) -> np.ndarray:
     return out
 
 
-@register_function
-class LastValue(AggFunction):
-    """``last_value``: the newest value, NULL included; a retraction sets NULL."""
+class _Pick(AggFunction):
+    """Picks one record's value per group: the newest (``pick_last``) or the first added one.
 
-    name = "last_value"
-    supports_retract = True
+    ``skip_nulls`` makes NULL inputs leave the accumulator alone (the ``*_non_null_*`` functions).
+    Records without events are folded here; :meth:`fold_events` handles the others.
+    """
+
     scalar_on_indices = True
-
-    def agg(self, acc: Any, x: Any, state: Any) -> Any:
-        return x
-
-    def retract(self, acc: Any, x: Any, state: Any) -> Any:
-        return None
-
-    def fold(self, fi: FoldInput) -> pa.Array:
-        deciding = None if fi.events is None else fi.ev != ADD_OLD
-        return fi.take_groups(_positions_except_retract(fi, fi.last_where(deciding)))
-
-
-@register_function
-class PrimaryKey(AggFunction):
-    """``primary-key`` (internal): returns the input, for key columns."""
-
-    name = "primary-key"
-    supports_retract = True
-    scalar_on_indices = True
-
-    def agg(self, acc: Any, x: Any, state: Any) -> Any:
-        return x
-
-    def retract(self, acc: Any, x: Any, state: Any) -> Any:
-        return x
-
-    def fold(self, fi: FoldInput) -> pa.Array:
-        deciding = None if fi.events is None else fi.ev != ADD_OLD
-        return fi.take_groups(fi.last_where(deciding))
-
-
-@register_function
-class LastNonNullValue(AggFunction):
-    """``last_non_null_value`` (Fluss ``last_value_ignore_nulls``): the newest non-null value."""
-
-    name = "last_non_null_value"
-    supports_retract = True
-    scalar_on_indices = True
-
-    def agg(self, acc: Any, x: Any, state: Any) -> Any:
-        return acc if x is None else x
-
-    def retract(self, acc: Any, x: Any, state: Any) -> Any:
-        return None if x is not None else acc
+    pick_last: ClassVar[bool] = True
+    skip_nulls: ClassVar[bool] = False
 
     def fold(self, fi: FoldInput) -> pa.Array:
         if fi.events is None:
-            return fi.take_groups(fi.last_where(fi.valid if fi.values.null_count else None))
+            candidates = _non_null(fi) if self.skip_nulls else None
+            return fi.take_groups(fi.last_where(candidates) if self.pick_last else fi.first_where(candidates))
+        return self.fold_events(fi)
+
+    def fold_events(self, fi: FoldInput) -> pa.Array:
+        """The fold of records that carry events."""
+        raise NotImplementedError
+
+
+class _Last(_Pick):
+    """The newest value wins; a retraction sets NULL."""
+
+    supports_retract = True
+
+    def agg(self, acc: Any, x: Any, state: Any) -> Any:
+        return acc if self.skip_nulls and x is None else x
+
+    def retract(self, acc: Any, x: Any, state: Any) -> Any:
+        return acc if self.skip_nulls and x is None else None
+
+
+@register_function
+class LastValue(_Last):
+    """``last_value``: the newest value, NULL included; a retraction sets NULL."""
+
+    name = "last_value"
+
+    def fold_events(self, fi: FoldInput) -> pa.Array:
+        return fi.take_groups(_positions_except_retract(fi, fi.last_where(fi.ev != ADD_OLD)))
+
+
+@register_function
+class PrimaryKey(_Last):
+    """``primary-key`` (internal): returns the input, for key columns."""
+
+    name = "primary-key"
+
+    def retract(self, acc: Any, x: Any, state: Any) -> Any:
+        return x
+
+    def fold_events(self, fi: FoldInput) -> pa.Array:
+        return fi.take_groups(fi.last_where(fi.ev != ADD_OLD))
+
+
+@register_function
+class LastNonNullValue(_Last):
+    """``last_non_null_value`` (Fluss ``last_value_ignore_nulls``): the newest non-null value."""
+
+    name = "last_non_null_value"
+    skip_nulls = True
+
+    def fold_events(self, fi: FoldInput) -> pa.Array:
         ev = fi.ev
         deciding = ((ev == ADD) & fi.valid) | ((ev == RETRACT) & fi.valid) | (ev == RESET)
         pos = _positions_except_retract(fi, fi.last_where(deciding))
@@ -114,25 +129,28 @@ class LastNonNullValue(AggFunction):
         return fi.take_groups(pos)
 
 
-@register_function
-class FirstValue(AggFunction):
-    """``first_value``: the first added value (even NULL); Paimon's stateful semantics."""
+class _First(_Pick):
+    """The first added value wins, even NULL unless ``skip_nulls`` (Paimon's stateful semantics)."""
 
-    name = "first_value"
-    scalar_on_indices = True
+    pick_last = False
 
     def new_state(self) -> Any:
         return _State()
 
     def agg(self, acc: Any, x: Any, state: Any) -> Any:
-        if not state.initialized:
+        if not state.initialized and not (self.skip_nulls and x is None):
             state.initialized = True
             return x
         return acc
 
-    def fold(self, fi: FoldInput) -> pa.Array:
-        if fi.events is None:
-            return fi.take_groups(fi.first_where(None))
+
+@register_function
+class FirstValue(_First):
+    """``first_value``: the first added value (even NULL); Paimon's stateful semantics."""
+
+    name = "first_value"
+
+    def fold_events(self, fi: FoldInput) -> pa.Array:
         ev = fi.ev
         adds = (ev == ADD) | (ev == ADD_OLD)
         first = fi.first_where(adds)
@@ -144,24 +162,13 @@ class FirstValue(AggFunction):
 
 
 @register_function
-class FirstNonNullValue(AggFunction):
+class FirstNonNullValue(_First):
     """``first_non_null_value`` (legacy ``first_not_null_value``, Fluss ``first_value_ignore_nulls``)."""
 
     name = "first_non_null_value"
-    scalar_on_indices = True
+    skip_nulls = True
 
-    def new_state(self) -> Any:
-        return _State()
-
-    def agg(self, acc: Any, x: Any, state: Any) -> Any:
-        if not state.initialized and x is not None:
-            state.initialized = True
-            return x
-        return acc
-
-    def fold(self, fi: FoldInput) -> pa.Array:
-        if fi.events is None:
-            return fi.take_groups(fi.first_where(fi.valid if fi.values.null_count else None))
+    def fold_events(self, fi: FoldInput) -> pa.Array:
         if fi.has(ADD_OLD):
             return self.fold_scalar(fi)
         ev = fi.ev

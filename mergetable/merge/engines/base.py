@@ -15,6 +15,7 @@ Fluss's error.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import overload
 
 import numpy as np
 import pyarrow as pa
@@ -90,6 +91,15 @@ class EngineBase:
     def covers(self, masks: np.ndarray, bits: np.ndarray) -> np.ndarray:
         """Per row of ``masks``: whether every bit of ``bits`` is set."""
         return np.all((masks & bits) == bits, axis=-1)
+
+    @overload
+    def written(self, masks: np.ndarray, column: str) -> np.ndarray: ...
+
+    @overload
+    def written(self, masks: None, column: str) -> None: ...
+
+    @overload
+    def written(self, masks: np.ndarray | None, column: str) -> np.ndarray | None: ...
 
     def written(self, masks: np.ndarray | None, column: str) -> np.ndarray | None:
         """Positions that wrote ``column`` (``None`` = all)."""

@@ -273,8 +273,13 @@ class PartialUpdate(EngineBase):
         kinds: np.ndarray,
         masks: np.ndarray | None,
     ) -> tuple[dict[str, pa.Array], np.ndarray]:
-        sub, _ = layout.restrict(groups)
-        scalar_values, scalar_kinds = fold_groups_scalar(self, sub, masks is not None)
+        sub, positions = layout.restrict(groups)
+        columns = self.data_columns(sub.rows)
+        written = None
+        if masks is not None:
+            sub_masks = masks[positions]
+            written = {c: self.written(sub_masks, c) for c in columns}
+        scalar_values, scalar_kinds = fold_groups_scalar(self.cfg, sub, columns, self.nullable, written)
         targets = np.flatnonzero(groups)
         out = {c: scatter(arr, targets, scalar_values[c]) for c, arr in values.items()}
         kinds = kinds.copy()

@@ -7,8 +7,9 @@ writes a column a record did not write is left alone (and counts as NULL in an o
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -16,10 +17,7 @@ import pyarrow as pa
 from mergetable.core.errors import MergeError
 from mergetable.core.rowkind import RowKind
 from mergetable.merge.engines.sequence_groups import PARTIAL_UPDATE_DELETE, PartialUpdateConfig
-
-if TYPE_CHECKING:
-    from mergetable.merge.engines.partial_update import PartialUpdate
-    from mergetable.merge.layout import Layout
+from mergetable.merge.layout import Layout
 
 
 @dataclass
@@ -104,71 +102,68 @@ class _KeyFold:
         old = _order_key([self.row.get(f) for f in ordering])
         return (new > old) - (new < old)
 
-    def _empty(self, rec: Record, ordering: tuple[str, ...]) -> bool:
-        return all(rec.get(f) is None for f in ordering)
+    def _steps(self, rec: Record) -> Iterator[tuple[str, tuple[str, ...] | None, bool]]:
+        """Per column, in order: ``(column, its sequence group's ordering or None, whether rec advances it)``.
 
-    def update_with_groups(self, rec: Record) -> None:
-        cfg = self.cfg
+        A group whose ordering ``rec`` leaves entirely NULL ignores the record, and once a column of an
+        ordering has been yielded with ``advances`` the other ordering columns are not yielded again.
+        """
         processed: set[str] = set()
         for c in self.columns:
-            g = cfg.group_of.get(c)
-            fn = cfg.functions.get(c)
+            g = self.cfg.group_of.get(c)
             if g is None:
+                yield c, None, True
+                continue
+            if c in processed:
+                continue
+            ordering = self.cfg.groups[g].ordering
+            if all(rec.get(f) is None for f in ordering):
+                processed.update(ordering)
+                continue
+            advances = self._compare(rec, ordering) >= 0
+            if advances and c in ordering:
+                processed.update(ordering)
+            yield c, ordering, advances
+
+    def update_with_groups(self, rec: Record) -> None:
+        for c, ordering, advances in self._steps(rec):
+            fn = self.cfg.functions.get(c)
+            if ordering is None:
                 if fn is not None:
                     if rec.wrote(c):
                         self.row[c] = fn.agg(self.row[c], rec.get(c), self.states[c])
                 elif rec.get(c) is not None:
                     self.row[c] = rec.get(c)
-                continue
-            ordering = cfg.groups[g].ordering
-            if c in processed:
-                continue
-            if self._empty(rec, ordering):
-                processed.update(ordering)
-                continue
-            if self._compare(rec, ordering) >= 0:
-                if c in ordering:
-                    for f in ordering:
-                        self.row[f] = rec.get(f)
-                        processed.add(f)
-                    continue
-                if not rec.wrote(c):
-                    continue
-                self.row[c] = rec.get(c) if fn is None else fn.agg(self.row[c], rec.get(c), self.states[c])
+            elif advances and c in ordering:
+                for f in ordering:
+                    self.row[f] = rec.get(f)
+            elif advances:
+                if rec.wrote(c):
+                    self.row[c] = rec.get(c) if fn is None else fn.agg(self.row[c], rec.get(c), self.states[c])
             elif fn is not None and rec.wrote(c):
                 self.row[c] = fn.agg_old(self.row[c], rec.get(c), self.states[c])
 
     def retract_with_groups(self, rec: Record) -> None:
         cfg = self.cfg
-        processed: set[str] = set()
         updated: set[str] = set()
-        for c in self.columns:
-            g = cfg.group_of.get(c)
-            if g is None or c in processed:
+        for c, ordering, advances in self._steps(rec):
+            if ordering is None:
                 continue
             fn = cfg.functions.get(c)
-            ordering = cfg.groups[g].ordering
-            if self._empty(rec, ordering):
-                processed.update(ordering)
-                continue
-            if self._compare(rec, ordering) >= 0:
-                if c in ordering:
-                    for f in ordering:
-                        if f not in updated:
-                            if rec.kind == RowKind.DELETE and f in cfg.remove_on_group:
-                                self.deleted = True
-                                self.row = dict.fromkeys(self.columns)
-                                self.init_row(rec)
-                                return
-                            self.row[f] = rec.get(f)
-                            updated.add(f)
-                        processed.add(f)
-                elif not rec.wrote(c):
-                    continue
-                elif fn is None:
+            if advances and c in ordering:
+                for f in ordering:
+                    if f in updated:
+                        continue
+                    if rec.kind == RowKind.DELETE and f in cfg.remove_on_group:
+                        self.deleted = True
+                        self.row = dict.fromkeys(self.columns)
+                        self.init_row(rec)
+                        return
+                    self.row[f] = rec.get(f)
+                    updated.add(f)
+            elif advances and fn is None:
+                if rec.wrote(c):
                     self.row[c] = None
-                elif not cfg.ignore_retract.get(c, False):
-                    self.row[c] = fn.retract(self.row[c], rec.get(c), self.states[c])
             elif fn is not None and rec.wrote(c) and not cfg.ignore_retract.get(c, False):
                 self.row[c] = fn.retract(self.row[c], rec.get(c), self.states[c])
 
@@ -188,23 +183,28 @@ def fold_key(
 
 
 def fold_groups_scalar(
-    engine: PartialUpdate, layout: Layout, has_masks: bool
+    cfg: PartialUpdateConfig,
+    layout: Layout,
+    columns: list[str],
+    nullable: dict[str, bool],
+    written: Mapping[str, np.ndarray] | None,
 ) -> tuple[dict[str, pa.Array], np.ndarray]:
-    """Fold every group of a contiguous ``layout`` record by record."""
-    columns = engine.data_columns(layout.rows)
+    """Fold every group of a contiguous ``layout`` record by record.
+
+    ``columns`` are the value columns to fold; ``written`` holds, per column, which positions wrote it
+    (``None``: every record wrote every column).
+    """
     py = {c: layout.column(c).to_pylist() for c in columns}
     kinds = layout.kinds.tolist()
-    masks = engine.masks(layout) if has_masks else None
+    wrote = None if written is None else {c: written[c].tolist() for c in columns}
     out: dict[str, list[Any]] = {c: [None] * layout.n_groups for c in columns}
     out_kinds = np.empty(layout.n_groups, dtype=np.int8)
     for g, (s, e) in enumerate(zip(layout.starts.tolist(), layout.ends.tolist())):
         records = []
         for i in range(s, e):
-            written = None
-            if masks is not None:
-                written = frozenset(c for c in columns if (int(masks[i, engine.bits[c][0]]) >> engine.bits[c][1]) & 1)
-            records.append(Record(kinds[i], {c: py[c][i] for c in columns}, written))
-        row, kind = fold_key(engine.cfg, columns, engine.nullable, records)
+            cols = None if wrote is None else frozenset(c for c in columns if wrote[c][i])
+            records.append(Record(kinds[i], {c: py[c][i] for c in columns}, cols))
+        row, kind = fold_key(cfg, columns, nullable, records)
         for c in columns:
             out[c][g] = row[c]
         out_kinds[g] = kind
