@@ -31,7 +31,7 @@ from mergetable.core.fileio import FileIO
 from mergetable.core.options import DEFAULT_SPLIT_SIZE, TableOptions
 from mergetable.core.predicates import Filters, normalize_filters
 from mergetable.core.schema import TableSchema
-from mergetable.interop import Travel, arrow_stream, scan_polars, to_duckdb, to_pandas, to_polars
+from mergetable.interop import Travel, arrow_stream, to_duckdb, to_pandas, to_polars
 from mergetable.merge import MergeFunction, create_merge_function, validate_merge_options
 from mergetable.metadata.models import CommitMessage, DataFileMeta, Snapshot, Tag
 from mergetable.read.count import count_rows
@@ -396,10 +396,6 @@ class Table:
     ) -> pl.DataFrame | pl.LazyFrame:  # fmt: skip
         """A polars DataFrame, or with ``lazy=True`` a LazyFrame pushing projections, filters and limits here."""
         return to_polars(self, columns, filter, lazy, **travel)
-
-    def scan_polars(self, **travel: Unpack[Travel]) -> pl.LazyFrame:
-        """A polars LazyFrame over a snapshot (see :func:`mergetable.interop.scan_polars`)."""
-        return scan_polars(self, **travel)
 
     def to_pandas(
         self, columns: Sequence[str] | None = None, filter: Filters | None = None, **travel: Unpack[Travel]
