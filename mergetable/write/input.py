@@ -21,6 +21,7 @@ RowKindArg: TypeAlias = str | int | RowKind | Sequence[str | int | RowKind] | pa
 ROWS_PER_CHUNK = 65536
 ACCEPTED = (
     "a pyarrow Table, RecordBatch or RecordBatchReader, any Arrow stream (__arrow_c_stream__: polars, duckdb, …), "
+    "a polars LazyFrame, "
     "a pandas DataFrame, a dict of columns, a list of row dicts, or an iterable of batches or row dicts"
 )
 
@@ -54,6 +55,8 @@ def input_tables(data: Any, argument: str = "data") -> Iterator[pa.Table]:
         yield pa.Table.from_pandas(data, preserve_index=False)
     elif hasattr(data, "__arrow_c_stream__"):  # polars DataFrame, duckdb relation, nanoarrow, …
         yield from _batches(pa.RecordBatchReader.from_stream(data))
+    elif _is_polars_lazy(data):  # a LazyFrame runs in polars' streaming engine, one batch at a time
+        yield from (pa.table(df) for df in data.collect_batches(chunk_size=ROWS_PER_CHUNK) if df.height)
     elif hasattr(data, "__arrow_c_array__"):
         yield pa.Table.from_batches([pa.record_batch(data)])
     elif isinstance(data, Mapping):
@@ -66,6 +69,10 @@ def input_tables(data: Any, argument: str = "data") -> Iterator[pa.Table]:
 
 def _is_pandas(data: Any) -> bool:
     return any(c.__module__.partition(".")[0] == "pandas" and c.__name__ == "DataFrame" for c in type(data).__mro__)
+
+
+def _is_polars_lazy(data: Any) -> bool:
+    return type(data).__module__.partition(".")[0] == "polars" and hasattr(data, "collect_batches")
 
 
 def _batches(reader: pa.RecordBatchReader) -> Iterator[pa.Table]:

@@ -148,7 +148,9 @@ except mt.MissingExtraError as exc:
 
 
 def test_s3_without_s3fs_names_the_extra(tmp_path: Path) -> None:
-    code = BLOCK_PYSPARK.replace('"pyspark"', '"s3fs"').replace('"pyspark."', '"s3fs."') + """
+    code = (
+        BLOCK_PYSPARK.replace('"pyspark"', '"s3fs"').replace('"pyspark."', '"s3fs."')
+        + """
 import mergetable as mt
 try:
     mt.open_table("s3://bucket/orders")
@@ -156,5 +158,6 @@ except mt.MissingExtraError as exc:
     assert "mergetable[s3]" in str(exc) and isinstance(exc, ImportError), str(exc)
     print("ok")
 """
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

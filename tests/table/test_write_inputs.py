@@ -52,6 +52,7 @@ INPUTS: dict[str, Callable[[], Any]] = {
     "list of tables": lambda: [ARROW.slice(0, 3), ARROW.slice(3)],
     "arrow c stream": Stream,
     "polars dataframe": _polars,
+    "polars lazyframe": lambda: _polars().lazy(),
     "duckdb relation": _duckdb,
     "pandas dataframe": _pandas,
     "dict of lists": lambda: {"id": IDS, "name": NAMES, "day": DAYS},
