@@ -129,3 +129,11 @@ def test_arrow_stream_protocol(table: mt.Table) -> None:
     empty = mt.create_table(str(table.uri) + "-empty", table.schema, primary_key=["id", "dt"], exist_ok=True)
     assert pl.DataFrame(empty).height == 0 and pl.DataFrame(empty).columns == table.schema.names
     assert empty.to_polars(lazy=True).collect().height == 0
+
+
+def test_sorted_limits_and_top_k(table: mt.Table) -> None:
+    """Slices above a sort (where polars may add its own dynamic predicate hints) give the merged read's rows."""
+    lf = table.to_polars(lazy=True)
+    got = lf.filter(pl.col("id") > 100).sort("id", descending=True).head(5).collect()
+    assert same(got, merged(table).filter(pl.col("id") > 100).sort("id", descending=True).head(5))
+    assert lf.top_k(3, by="id").collect()["id"].to_list() == merged(table).top_k(3, by="id")["id"].to_list()
