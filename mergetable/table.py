@@ -138,16 +138,6 @@ class Table(TableStore):
         table_schema: The persisted schema (columns, keys, options) this object reads and writes with.
     """
 
-    @property
-    def comment(self) -> str | None:
-        """The table comment given at creation."""
-        return self.table_schema.comment
-
-    @property
-    def version(self) -> int | None:
-        """The id of the latest snapshot (None before the first commit), as deltalake's ``version()``."""
-        return self.latest_snapshot_id()
-
     # -- writing ----------------------------------------------------------------------------------
     def new_writer(self, snapshot: Snapshot | None = None) -> TableWriter:
         """A writer for rows that come after ``snapshot`` (default: the latest); commit its messages.

@@ -88,6 +88,15 @@ def to_duckdb(
     """A duckdb relation over the merged rows of a snapshot; its filters and projections reach mergetable.
 
     ``connection`` defaults to duckdb's default connection.
+
+    Example:
+        >>> import tempfile, duckdb, pyarrow as pa, mergetable as mt
+        >>> t = mt.create_table(tempfile.mkdtemp(), pa.schema([("id", pa.int64()), ("v", pa.int64())]), ["id"])
+        >>> _ = t.write({"id": [1, 2, 3], "v": [10, 20, 30]})
+        >>> con = duckdb.connect()
+        >>> t.to_duckdb(con).filter("id > 1").aggregate("sum(v)").fetchall()
+        [(50,)]
+        >>> con.close()
     """
     duck = require("duckdb", "Table.to_duckdb()")
     con = connection if connection is not None else duck.default_connection()

@@ -98,6 +98,13 @@ def scan_polars(
     """A polars ``LazyFrame`` over the merged rows of a snapshot of ``table`` (latest by default).
 
     Projections, predicates and ``head``/``limit`` of the query are pushed into mergetable's read.
+
+    Example:
+        >>> import tempfile, polars as pl, pyarrow as pa, mergetable as mt
+        >>> t = mt.create_table(tempfile.mkdtemp(), pa.schema([("id", pa.int64()), ("v", pa.string())]), ["id"])
+        >>> _ = t.write({"id": [1, 2, 3], "v": ["a", "b", "c"]})
+        >>> mt.scan_polars(t).filter(pl.col("id") >= 2).select("v").collect()["v"].to_list()
+        ['b', 'c']
     """
     lf = PolarsSource(table, filter, **travel).lazy()
     return lf if columns is None else lf.select(list(columns))
@@ -127,6 +134,13 @@ def to_pandas(
 
     Every column keeps its exact Arrow type: dates, decimals and nested values are not ``object``, integer
     columns with nulls stay integers and a null stays distinct from NaN, so the frame writes back unchanged.
+
+    Example:
+        >>> import datetime, tempfile, pyarrow as pa, mergetable as mt
+        >>> t = mt.create_table(tempfile.mkdtemp(), pa.schema([("id", pa.int64()), ("day", pa.date32())]), ["id"])
+        >>> _ = t.write({"id": [1], "day": [datetime.date(2024, 5, 1)]})
+        >>> str(to_pandas(t)["day"].dtype)
+        'date32[day][pyarrow]'
     """
     pd = require("pandas", "Table.to_pandas()")
     return _read_all(TableScan(table, **travel), columns, filter).to_pandas(types_mapper=pd.ArrowDtype)
