@@ -57,6 +57,8 @@ def spark_free_prefix(doc: Path) -> list[tuple[int, str]]:
 def test_doc_blocks_run_without_spark(doc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     todo = spark_free_prefix(doc)
+    if not blocks(doc):
+        pytest.skip(f"{doc.name} has no Python code blocks")
     if not todo:
         pytest.skip(f"{doc.name} starts with Spark (run by test_doc_blocks_run_with_spark)")
     run(doc, todo, {"__name__": "__doc__"})

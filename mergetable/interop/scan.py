@@ -9,6 +9,8 @@ streams Arrow batches. :class:`ScanStats` counts the data files it handed to the
 
 from __future__ import annotations
 
+import itertools
+import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +22,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
 from mergetable.core.errors import SchemaError
-from mergetable.core.predicates import Filters, comparable
+from mergetable.core.predicates import Filters, candidate_buckets, comparable
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import DataFileMeta, Snapshot
 from mergetable.read.reader import SplitReader
@@ -167,19 +169,13 @@ def prune_by_expression(splits: list[Split], expression: pc.Expression, schema: 
     share its key, so a key range that excludes a match excludes it for every version (value statistics
     would not be safe, see :meth:`mergetable.read.scan.Planner.prune`).
     """
-    files = [(s, f) for s in splits for f in s.files]
+    buckets = expression_buckets(expression, schema)
+    files = [(s, f) for s in splits if buckets is None or s.bucket in buckets for f in s.files]
     if not files:
-        return splits
-    arrow = schema.arrow_schema
+        return []
     guarantees = [_guarantee(s, f, schema) for s, f in files]
-    dataset = ds.FileSystemDataset.from_paths(
-        [f"f{i}" for i in range(len(files))],
-        schema=arrow,
-        format=ds.ParquetFileFormat(),
-        filesystem=pafs.LocalFileSystem(),
-        partitions=guarantees,
-    )
-    keep = {files[int(fragment.path[1:])][1].file_name for fragment in dataset.get_fragments(filter=expression)}
+    surviving = _may_match(expression, schema.arrow_schema, guarantees)
+    keep = {files[i][1].file_name for i in surviving}
     out = []
     for s in splits:
         sections = tuple(
@@ -191,6 +187,65 @@ def prune_by_expression(splits: list[Split], expression: pc.Expression, schema: 
         if sections:
             out.append(Split(s.snapshot_id, s.partition, s.bucket, sections, s.total_buckets))
     return out
+
+
+def _may_match(expression: pc.Expression, schema: pa.Schema, guarantees: list[pc.Expression]) -> list[int]:
+    """Indexes of the guarantees under which ``expression`` may hold (pyarrow's fragment pruning decides)."""
+    dataset = ds.FileSystemDataset.from_paths(
+        [f"f{i}" for i in range(len(guarantees))],
+        schema=schema,
+        format=ds.ParquetFileFormat(),
+        filesystem=pafs.LocalFileSystem(),
+        partitions=guarantees,
+    )
+    return [int(fragment.path[1:]) for fragment in dataset.get_fragments(filter=expression)]
+
+
+def expression_buckets(expression: pc.Expression, schema: TableSchema) -> set[int] | None:
+    """The buckets that can hold rows matching ``expression``, or None when it does not fix every bucket key.
+
+    Candidate values of each bucket key are read from the expression's text (``key == v``, ``is_in(key, …)``);
+    they count only once pyarrow proves that the expression is false for every other value of the key.
+    """
+    arrow = schema.arrow_schema
+    text = str(expression)
+    conjunct = []
+    for key in schema.bucket_keys:
+        t = arrow.field(key).type
+        values = None if pa.types.is_floating(t) else _candidates(text, key, t)
+        if not values or len(values) > _MAX_CANDIDATES or not _only(expression, key, values, arrow):
+            return None
+        conjunct.append((key, "in", values))
+    return candidate_buckets([conjunct], schema.bucket_keys, schema.table_options.bucket, arrow)
+
+
+_MAX_CANDIDATES = 1024
+
+
+def _candidates(text: str, key: str, t: pa.DataType) -> list[Any] | None:
+    name = re.escape(key)
+    literals = re.findall(rf"\({name} == ([^()\n]+?)\)", text)
+    for values in re.findall(rf"is_in\({name}, {{value_set=[^:]+:\[(.*?)\]", text, re.S):
+        literals.extend(v.strip() for v in values.split(",\n"))
+    out = []
+    for literal in literals:
+        literal = literal.strip()
+        if literal.startswith('"') and literal.endswith('"') and "\\" not in literal:
+            literal = literal[1:-1]
+        try:
+            out.append(pa.scalar(literal).cast(t).as_py())
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            return None
+    return sorted(set(out)) if out else None
+
+
+def _only(expression: pc.Expression, key: str, values: list[Any], schema: pa.Schema) -> bool:
+    """Whether ``expression`` is false whenever ``key`` is none of ``values`` (one guarantee per gap between them)."""
+    t = schema.field(key).type
+    field, bounds = pc.field(key), [pa.scalar(v, t) for v in values]
+    gaps = [field < bounds[0], field > bounds[-1]]
+    gaps += [(field > lo) & (field < hi) for lo, hi in itertools.pairwise(bounds)]
+    return not _may_match(expression, schema, gaps)
 
 
 def _guarantee(split: Split, f: DataFileMeta, schema: TableSchema) -> pc.Expression:

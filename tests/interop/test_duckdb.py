@@ -74,6 +74,18 @@ def test_filters_and_projections_reach_mergetable(table: mt.Table, con: duckdb.D
     assert by_partition.stats.files_read == sum(1 for p, _, _ in table.files() if p == ("2024-01-03",))
 
 
+def test_key_equality_reads_one_bucket(table: mt.Table, con: duckdb.DuckDBPyConnection) -> None:
+    source = TableDataset(table)
+    got = con.from_arrow(source).filter("id = 433 and dt = '2024-01-03'").project("id, qty").fetchall()
+    assert rows(got) == rows([(r["id"], r["qty"]) for r in table.read(filter=[("id", "=", 433)]).to_pylist()])
+    bucket_files = {(p, b) for p, b, _ in table.files()}
+    assert len(bucket_files) > 1
+    assert 0 < source.stats.files_read <= max(sum(1 for p, b, _ in table.files() if (p, b) == k) for k in bucket_files)
+    wide = TableDataset(table)
+    con.from_arrow(wide).filter("id in (3, 433) or id = 1001").fetchall()
+    assert wide.stats.files_read < len(table.files())
+
+
 def test_relation_api_sql_and_snapshots(table: mt.Table, con: duckdb.DuckDBPyConnection) -> None:
     rel = table.to_duckdb(con)
     assert rel.aggregate("count(*)").fetchall() == [(table.count(),)]
