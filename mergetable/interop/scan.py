@@ -23,6 +23,7 @@ import pyarrow.fs as pafs
 
 from mergetable.core.errors import SchemaError
 from mergetable.core.predicates import Filters, candidate_buckets, comparable
+from mergetable.core.read_options import Timestamp
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import DataFileMeta, Snapshot
 from mergetable.read.reader import SplitReader
@@ -30,11 +31,12 @@ from mergetable.read.scan import Split
 
 
 class Travel(TypedDict, total=False):
-    """Which snapshot a read uses: at most one of these (none: the latest)."""
+    """Which snapshot a read uses: at most one of these (none: the latest); as in ``Table.read``."""
 
     snapshot_id: int | None
-    timestamp_ms: int | None
+    timestamp_ms: Timestamp | None
     tag: str | None
+    version: int | str | None
 
 
 class ReadableTable(Protocol):

@@ -109,6 +109,14 @@ def test_time_travel_and_eager_frames(table: mt.Table) -> None:
     if tag_name not in table.tags():
         table.create_tag(tag_name, snapshot_id=3)
     assert same(table.to_polars(tag=tag_name), merged(table, snapshot_id=3))
+    ms = table.snapshot(2).time_millis
+    at = datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
+    resolved = table.resolve_snapshot(timestamp_ms=ms)
+    assert resolved is not None and resolved.id >= 2  # a later commit in the same millisecond wins
+    for when in (at, at.isoformat(), ms):
+        assert same(table.to_polars(lazy=True, timestamp_ms=when).collect(), merged(table, snapshot_id=resolved.id))
+    assert same(table.to_polars(version=2), merged(table, snapshot_id=2))
+    assert table.count(version=2) == merged(table, snapshot_id=2).height
     cols = table.to_polars(columns=["qty", "id"], filter=[("id", "<", 10)])
     assert isinstance(cols, pl.DataFrame) and cols.columns == ["qty", "id"]
     assert same(cols, merged(table).filter(pl.col("id") < 10).select("qty", "id"))
