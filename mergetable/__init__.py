@@ -14,6 +14,7 @@ from mergetable.core.errors import (
     FilterError,
     MergeError,
     MergeTableError,
+    MissingExtraError,
     OptionsError,
     SchemaError,
     SnapshotNotFoundError,
@@ -23,6 +24,7 @@ from mergetable.core.errors import (
 )
 from mergetable.core.options import TableOptions
 from mergetable.core.rowkind import RowKind
+from mergetable.interop import scan_polars
 from mergetable.metadata.models import CommitMessage, DataFileMeta, Snapshot, Tag
 from mergetable.table import Table, create_table, open_table, table_exists
 
@@ -38,6 +40,7 @@ __all__ = [
     "FilterError",
     "MergeError",
     "MergeTableError",
+    "MissingExtraError",
     "OptionsError",
     "RowKind",
     "SchemaError",
@@ -51,5 +54,6 @@ __all__ = [
     "UnsupportedError",
     "create_table",
     "open_table",
+    "scan_polars",
     "table_exists",
 ]

@@ -110,6 +110,26 @@ class TableStore:
         return self.table_schema.table_options
 
     @property
+    def comment(self) -> str | None:
+        """The table comment given at creation (None without one).
+
+        Example:
+            >>> t.comment is None
+            True
+        """
+        return self.table_schema.comment
+
+    @property
+    def version(self) -> int | None:
+        """The id of the latest snapshot, like deltalake's ``version()`` (None for a table never written).
+
+        Example:
+            >>> t.version
+            2
+        """
+        return self.latest_snapshot_id()
+
+    @property
     def merge_function(self) -> MergeFunction:
         """The merge engine that combines the rows of one key (``merge-engine``).
 

@@ -101,6 +101,15 @@ class UnsupportedError(MergeTableError, NotImplementedError):
     """The requested feature or mode is not supported."""
 
 
+class MissingExtraError(MergeTableError, ImportError):
+    """A feature needs an optional dependency that is not installed; the message names the extra to install."""
+
+    def __init__(self, feature: str, module: str, extra: str | None) -> None:
+        self.extra = extra
+        install = f"pip install 'mergetable[{extra}]'" if extra else f"pip install {module}"
+        super().__init__(f"{feature} needs the '{module}' package, which is not installed: {install}", name=module)
+
+
 __all__ = [
     "AlreadyCommittedError",
     "CommitConflictError",
@@ -110,6 +119,7 @@ __all__ = [
     "FilterError",
     "MergeError",
     "MergeTableError",
+    "MissingExtraError",
     "OptionsError",
     "SchemaError",
     "SnapshotExpiredError",

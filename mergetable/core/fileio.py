@@ -20,7 +20,7 @@ from fsspec.implementations.local import LocalFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
 from mergetable.core import paths
-from mergetable.core.errors import CommitStateUnknownError
+from mergetable.core.errors import CommitStateUnknownError, MissingExtraError
 
 _MEMORY_LOCK = threading.Lock()
 
@@ -40,7 +40,12 @@ class FileIO:
 
     def __init__(self, uri: str, storage_options: dict[str, Any] | None = None) -> None:
         self.storage_options = dict(storage_options or {})
-        fs, root = fsspec.core.url_to_fs(str(uri), **self.storage_options)
+        try:
+            fs, root = fsspec.core.url_to_fs(str(uri), **self.storage_options)
+        except ImportError as exc:  # fsspec names the package its protocol needs (s3fs, gcsfs, adlfs …)
+            s3 = str(uri).startswith(("s3://", "s3a://"))
+            module = "s3fs" if s3 else exc.name or "the fsspec implementation of this protocol"
+            raise MissingExtraError(f"the location {uri}", module, "s3" if s3 else None) from exc
         self.fs: fsspec.AbstractFileSystem = fs
         self.uri = str(uri)
         self.root = root.rstrip("/") if root not in ("/", "") else root

@@ -1,4 +1,4 @@
-"""Tier: spark. The ``mergetable`` PySpark data source and its helpers (needs pyspark).
+"""Tier: spark. The ``mergetable`` PySpark data source and its helpers (needs ``pip install 'mergetable[spark]'``).
 
 >>> spark.read.format("mergetable").load(uri)                                      # doctest: +SKIP
 >>> df.write.format("mergetable").mode("append").option("primary-key", "id").save(uri)  # doctest: +SKIP
@@ -10,8 +10,12 @@ Installing the package registers the format in every SparkSession (through the t
 ``pyspark_mergetable`` module); :func:`register` does it explicitly. See ``docs/spark.md``.
 """
 
-from mergetable.spark.api import foreach_batch, read, register, write
-from mergetable.spark.compact import compact
-from mergetable.spark.source import DefaultSource, MergeTableDataSource
+from mergetable.core.extras import require
+
+require("pyspark", "mergetable.spark (the Spark data source)")
+
+from mergetable.spark.api import foreach_batch, read, register, write  # noqa: E402
+from mergetable.spark.compact import compact  # noqa: E402
+from mergetable.spark.source import DefaultSource, MergeTableDataSource  # noqa: E402
 
 __all__ = ["DefaultSource", "MergeTableDataSource", "compact", "foreach_batch", "read", "register", "write"]

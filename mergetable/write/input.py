@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -18,29 +18,111 @@ from mergetable.core.schema import TableSchema
 RowKindArg: TypeAlias = str | int | RowKind | Sequence[str | int | RowKind] | pa.Array | pa.ChunkedArray | None
 
 
-def to_arrow_table(data: Any) -> pa.Table:
-    """Accept a pa.Table, RecordBatch, RecordBatchReader, iterable of batches or a pandas DataFrame."""
+ROWS_PER_CHUNK = 65536
+ACCEPTED = (
+    "a pyarrow Table, RecordBatch or RecordBatchReader, any Arrow stream (__arrow_c_stream__: polars, duckdb, …), "
+    "a polars LazyFrame, "
+    "a pandas DataFrame, a dict of columns, a list of row dicts, or an iterable of batches or row dicts"
+)
+
+
+def to_arrow_table(data: Any, argument: str = "data") -> pa.Table:
+    """All of ``data`` (anything :func:`input_tables` accepts) as one Arrow table."""
     if isinstance(data, pa.Table):
         return data
-    if isinstance(data, pa.RecordBatch):
-        return pa.Table.from_batches([data])
-    if isinstance(data, pa.RecordBatchReader):
-        return data.read_all()
-    if hasattr(data, "__arrow_c_stream__") and not isinstance(data, Iterable):
-        return pa.table(data)
-    module = type(data).__module__
-    if module.startswith("pandas"):
-        return pa.Table.from_pandas(data, preserve_index=False)
-    if isinstance(data, dict):
-        return pa.table(data)
-    if isinstance(data, Iterable):
-        batches = [b if isinstance(b, pa.RecordBatch) else None for b in data]
-        if any(b is None for b in batches):
-            raise SchemaError("an iterable input must yield pyarrow RecordBatches")
-        if not batches:
-            return pa.table({})
-        return pa.Table.from_batches(batches)
-    raise SchemaError(f"cannot write data of type {type(data).__name__}; pass a pyarrow Table or RecordBatch")
+    tables = list(input_tables(data, argument))
+    if not tables:
+        return pa.table({})
+    return tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="permissive")
+
+
+def input_tables(data: Any, argument: str = "data") -> Iterator[pa.Table]:
+    """The rows of ``data`` as Arrow tables, streamed where the input streams (readers, Arrow streams, iterables).
+
+    In-memory inputs give one table; a stream gives one table per batch (row dicts: per ``ROWS_PER_CHUNK``),
+    so a large stream is never held whole. Anything else is a :class:`SchemaError` naming ``argument``.
+
+    >>> [t.num_rows for t in input_tables([{"id": 1}, {"id": 2, "v": "x"}])]
+    [2]
+    """
+    if isinstance(data, pa.Table):
+        yield data
+    elif isinstance(data, pa.RecordBatch):
+        yield pa.Table.from_batches([data])
+    elif isinstance(data, pa.RecordBatchReader):
+        yield from _batches(data)
+    elif _is_pandas(data):
+        yield pa.Table.from_pandas(data, preserve_index=False)
+    elif hasattr(data, "__arrow_c_stream__"):  # polars DataFrame, duckdb relation, nanoarrow, …
+        yield from _batches(pa.RecordBatchReader.from_stream(data))
+    elif _is_polars_lazy(data):  # a LazyFrame runs in polars' streaming engine, one batch at a time
+        yield from (pa.table(df) for df in data.collect_batches(chunk_size=ROWS_PER_CHUNK) if df.height)
+    elif hasattr(data, "__arrow_c_array__"):
+        yield pa.Table.from_batches([pa.record_batch(data)])
+    elif isinstance(data, Mapping):
+        yield _from_columns(data, argument)
+    elif isinstance(data, str | bytes) or not isinstance(data, Iterable):
+        raise SchemaError(f"argument '{argument}': cannot write a {type(data).__name__}; pass {ACCEPTED}")
+    else:
+        yield from _from_iterable(iter(data), argument)
+
+
+def _is_pandas(data: Any) -> bool:
+    return any(c.__module__.partition(".")[0] == "pandas" and c.__name__ == "DataFrame" for c in type(data).__mro__)
+
+
+def _is_polars_lazy(data: Any) -> bool:
+    return type(data).__module__.partition(".")[0] == "polars" and hasattr(data, "collect_batches")
+
+
+def _batches(reader: pa.RecordBatchReader) -> Iterator[pa.Table]:
+    for batch in reader:
+        if batch.num_rows:
+            yield pa.Table.from_batches([batch])
+
+
+def _from_columns(data: Mapping[Any, Any], argument: str) -> pa.Table:
+    try:
+        return pa.table(dict(data))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
+        raise SchemaError(
+            f"argument '{argument}': a dict must map column names to equally long columns: {exc}"
+        ) from None
+
+
+def _from_rows(rows: list[Mapping[str, Any]], argument: str) -> pa.Table:
+    names = list(dict.fromkeys(k for row in rows for k in row))
+    try:
+        return pa.table({n: [row.get(n) for row in rows] for n in names})
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
+        raise SchemaError(f"argument '{argument}': cannot convert the row dicts to Arrow: {exc}") from None
+
+
+def _from_iterable(items: Iterator[Any], argument: str) -> Iterator[pa.Table]:
+    """Batches, tables or row dicts, streamed; row dicts are gathered ``ROWS_PER_CHUNK`` at a time."""
+    rows: list[Mapping[str, Any]] = []
+    for i, item in enumerate(items):
+        if isinstance(item, Mapping):
+            rows.append(item)
+            if len(rows) >= ROWS_PER_CHUNK:
+                yield _from_rows(rows, argument)
+                rows = []
+            continue
+        if rows:
+            yield _from_rows(rows, argument)
+            rows = []
+        if isinstance(item, pa.RecordBatch):
+            if item.num_rows:
+                yield pa.Table.from_batches([item])
+        elif isinstance(item, pa.Table):
+            yield item
+        else:
+            raise SchemaError(
+                f"argument '{argument}': item {i} is a {type(item).__name__}; an iterable must yield "
+                "pyarrow RecordBatches or Tables, or row dicts"
+            )
+    if rows:
+        yield _from_rows(rows, argument)
 
 
 def conform(

@@ -17,7 +17,15 @@ from mergetable.merge import MergeFunction
 from mergetable.merge.base import drop_write_mask, with_write_mask
 from mergetable.metadata.models import CommitMessage, DataFileMeta
 from mergetable.write.files import write_kv_files
-from mergetable.write.input import RowKindArg, conform, partitions_of, row_kinds, split_by_bucket, to_arrow_table
+from mergetable.write.input import (
+    RowKindArg,
+    conform,
+    input_tables,
+    partitions_of,
+    row_kinds,
+    split_by_bucket,
+    to_arrow_table,
+)
 
 BucketId = tuple[tuple[str | None, ...], int]
 NextSequence = Callable[[tuple[str | None, ...], int], int]
@@ -65,8 +73,15 @@ class TableWriter:
 
     # -- input ------------------------------------------------------------------------------------
     def write(self, data: Any, row_kind: RowKindArg = None, target_columns: Sequence[str] | None = None) -> None:
-        """Buffer ``data`` (Arrow/pandas) with its row kinds; see :meth:`mergetable.Table.write`."""
-        table = to_arrow_table(data)
+        """Buffer ``data`` with its row kinds, streamed where the input streams; see :meth:`mergetable.Table.write`.
+
+        One kind per row needs the rows at once; otherwise a stream is buffered a batch at a time.
+        """
+        per_row = row_kind is not None and not isinstance(row_kind, str | int | RowKind)
+        for table in [to_arrow_table(data)] if per_row else input_tables(data):
+            self._write_table(table, row_kind, target_columns)
+
+    def _write_table(self, table: pa.Table, row_kind: RowKindArg, target_columns: Sequence[str] | None) -> None:
         rowkind_field = self.options.rowkind_field
         if rowkind_field is not None and row_kind is None and rowkind_field in table.schema.names:
             kinds = row_kinds(table.num_rows, table.column(rowkind_field), rowkind_field)

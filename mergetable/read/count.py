@@ -1,0 +1,29 @@
+"""Counting merged rows without materializing them.
+
+A section that is one sorted run without retracts or partial writes holds exactly one visible row per
+record, so with no filter it is counted from the files' row counts, no data read. Other sections are
+merged reading only what the reader's columns need (the key columns plus the system columns, and the
+value columns the merge engine needs to decide whether a row survives).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from mergetable.read.reader import SplitReader
+from mergetable.read.scan import Split
+
+
+def count_rows(reader: SplitReader, splits: Iterable[Split]) -> int:
+    """The number of rows ``reader`` would return for ``splits``."""
+    total = 0
+    for split in splits:
+        for runs in split.sections:
+            plain = len(runs) == 1 and all(not f.delete_row_count and f.write_cols is None for f in runs[0])
+            if plain and reader.dnf is None:
+                total += sum(f.row_count for f in runs[0])
+            elif plain:
+                total += sum(reader.read_file(split, f, reader.filter_expr, plain=True).num_rows for f in runs[0])
+            else:
+                total += reader.finish(reader.merged_section(split, runs, exact_sequence=False)).num_rows
+    return total
