@@ -5,6 +5,7 @@ Orchestration only; the work is done by the write, commit and read tiers.
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import logging
 import uuid
@@ -16,6 +17,7 @@ import pyarrow as pa
 from mergetable.commit.committer import Committer, Overwrite
 from mergetable.commit.maintenance import ExpireResult, expire_snapshots, remove_orphan_files
 from mergetable.commit.manifests import ManifestIO
+from mergetable.commit.rollback import RollbackResult, expire_tags, retained_ms, rollback_to
 from mergetable.commit.snapshots import SnapshotManager, TagManager
 from mergetable.compaction.job import CompactionJob, Executor, Progress
 from mergetable.core import paths
@@ -42,6 +44,7 @@ from mergetable.read.incremental import (
 )
 from mergetable.read.reader import SplitReader
 from mergetable.read.scan import Planner, Split
+from mergetable.read.system_tables import system_table
 from mergetable.write.files import data_file_path
 from mergetable.write.input import RowKindArg, to_arrow_table
 from mergetable.write.writer import TableWriter
@@ -278,11 +281,28 @@ class Table:
             return self.tag_manager.get(tag).to_snapshot()
         return self.snapshot_manager.latest()
 
-    def create_tag(self, name: str, snapshot_id: int | None = None, time_retained_ms: int | None = None) -> Tag:
+    def create_tag(
+        self,
+        name: str,
+        snapshot_id: int | None = None,
+        time_retained_ms: int | None = None,
+        time_retained: datetime.timedelta | int | None = None,
+    ) -> Tag:
+        """Tag a snapshot (latest by default); ``time_retained`` (timedelta or ms) lets snapshot expiration
+        delete the tag once its creation time plus the retention has passed."""
         snap = self.resolve_snapshot(snapshot_id=snapshot_id)
         if snap is None:
             raise MergeTableError("cannot tag an empty table (no snapshot yet)")
-        return self.tag_manager.create(name, snap, time_retained_ms)
+        retained = retained_ms(time_retained if time_retained is not None else time_retained_ms)
+        return self.tag_manager.create(name, snap, retained)
+
+    def rollback_to(self, snapshot_id: int | None = None, tag: str | None = None) -> RollbackResult:
+        """Make a snapshot (or a tag's snapshot) the latest again, removing later snapshots, tags and files."""
+        return rollback_to(self.fileio, self.table_schema, snapshot_id, tag)
+
+    def system_table(self, name: str, **time_travel: Any) -> pa.Table:
+        """Paimon's system table ``name`` (``snapshots``, ``files``, ...) as Arrow; see docs/evolution.md."""
+        return system_table(self.fileio, self.table_schema, name, **time_travel)
 
     def delete_tag(self, name: str) -> None:
         self.tag_manager.delete(name)
@@ -408,8 +428,12 @@ class Table:
         return self.compaction_job(executor, progress).compact(full, partitions)
 
     def expire_snapshots(self, now_ms: int | None = None) -> ExpireResult:
-        """Expire old snapshots per ``snapshot.*`` options, deleting files no kept snapshot or tag uses."""
-        return expire_snapshots(self.fileio, self.table_schema, now_ms)
+        """Expire tags past their retention, then old snapshots per ``snapshot.*`` options, deleting files no
+        kept snapshot or tag uses."""
+        tags, tag_files = expire_tags(self.fileio, self.table_schema, now_ms)
+        result = expire_snapshots(self.fileio, self.table_schema, now_ms)
+        result.expired_tags, result.deleted_files = tags, [*tag_files, *result.deleted_files]
+        return result
 
     def remove_orphan_files(self, older_than_ms: int | None = None, dry_run: bool = False) -> list[str]:
         """Delete files no snapshot or tag references, older than ``older_than_ms`` (default: 1 day ago)."""

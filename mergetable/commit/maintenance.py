@@ -28,6 +28,7 @@ DAY_MS = 86_400_000
 class ExpireResult:
     expired_snapshots: list[int] = field(default_factory=list)
     deleted_files: list[str] = field(default_factory=list)
+    expired_tags: list[str] = field(default_factory=list)
 
 
 def _manifest_names(manifests: ManifestIO, snap: Snapshot) -> set[str]:
