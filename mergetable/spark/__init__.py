@@ -10,8 +10,8 @@ Installing the package registers the format in every SparkSession (through the t
 ``pyspark_mergetable`` module); :func:`register` does it explicitly. See ``docs/spark.md``.
 """
 
-from mergetable.spark.api import read, register, write
+from mergetable.spark.api import read, register, register_view, write
 from mergetable.spark.compact import compact
 from mergetable.spark.source import DefaultSource, MergeTableDataSource
 
-__all__ = ["DefaultSource", "MergeTableDataSource", "compact", "read", "register", "write"]
+__all__ = ["DefaultSource", "MergeTableDataSource", "compact", "read", "register", "register_view", "write"]

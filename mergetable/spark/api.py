@@ -21,6 +21,7 @@ from mergetable.core.predicates import Filters
 from mergetable.core.schema import TableSchema
 from mergetable.spark.options import WriteOptions
 from mergetable.spark.source import MergeTableDataSource
+from mergetable.spark.system import RESOLVE_SNAPSHOT
 from mergetable.spark.types import arrow_schema_of
 from mergetable.table import open_table, table_exists
 
@@ -39,6 +40,28 @@ def register(spark: SparkSession) -> None:
         2
     """
     spark.dataSource.register(MergeTableDataSource)
+
+
+def register_view(
+    spark: SparkSession, name: str, uri: str, options: dict[str, Any] | None = None, **kwargs: Any
+) -> None:
+    """Create (or replace) the temporary view ``name`` over the table at ``uri``, showing the latest snapshot
+    at each query (a view made from a loaded DataFrame keeps the snapshot it was loaded on).
+
+    Args:
+        spark: the session.
+        name: the view's name.
+        uri: the table's location.
+        options: read options as in ``spark.read.option(...)`` (a time-travel option pins the view).
+        **kwargs: more read options, with ``_`` for ``-``.
+
+    Example:
+        >>> register_view(spark, "orders", "/tmp/tables/orders")  # doctest: +SKIP
+        >>> spark.sql("SELECT count(*) FROM orders").collect()  # doctest: +SKIP
+        [Row(count(1)=2)]
+    """
+    opts = {**_option_map(options, kwargs), RESOLVE_SNAPSHOT: "per-query"}
+    spark.read.format("mergetable").options(**opts).load(uri).createOrReplaceTempView(name)
 
 
 def _option_map(options: dict[str, Any] | None, kwargs: dict[str, Any]) -> dict[str, str]:
@@ -171,4 +194,4 @@ def write(
     shuffled.write.format("mergetable").mode(mode).options(**opts).save(uri)
 
 
-__all__ = ["read", "register", "write"]
+__all__ = ["read", "register", "register_view", "write"]

@@ -25,7 +25,9 @@ from mergetable.core.errors import OptionsError, SnapshotNotFoundError
 from mergetable.core.predicates import normalize_filters
 from mergetable.spark.options import ReadOptions, parse_int_option, parse_timestamp_ms
 from mergetable.spark.reader import MergeTableReader, PushdownMergeTableReader, created_for_pushdown
+from mergetable.spark.system import SystemRead, SystemTableReader, per_query, without_resolve_option
 from mergetable.spark.types import spark_schema
+from mergetable.spark.views import LatestPerQueryReader
 from mergetable.spark.writer import MergeTableWriter, plan_write
 from mergetable.table import Table, open_table
 
@@ -71,9 +73,11 @@ class MergeTableDataSource(DataSource):
 
     # -- reading ----------------------------------------------------------------------------------
     def _read_options(self) -> ReadOptions:
-        return ReadOptions.parse(self.options)
+        return ReadOptions.parse(without_resolve_option(self.options))
 
     def _pinned_snapshot(self, table: Table, opts: ReadOptions) -> int | None:
+        if per_query(self.options):
+            return resolve_snapshot_id(table, opts.time_travel)
         pinned: Any = getattr(self, "_snapshot_id", _UNPINNED)
         if pinned == _UNPINNED:
             pinned = resolve_snapshot_id(table, opts.time_travel)
@@ -81,12 +85,16 @@ class MergeTableDataSource(DataSource):
         return None if pinned is None else int(pinned)
 
     def schema(self) -> StructType:
+        if (system := SystemRead.of(self.options)) is not None:
+            return system.spark_schema()
         opts = self._read_options()
         table = open_table(opts.uri, opts.storage)
         self._pinned_snapshot(table, opts)
         return spark_schema(table.schema, opts.columns)
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        if (system := SystemRead.of(self.options)) is not None:
+            return SystemTableReader(system, schema)
         opts = self._read_options()
         table = open_table(opts.uri, opts.storage)
         spark_schema(table.schema, schema.fieldNames())  # a user-given schema must name table columns
@@ -94,7 +102,11 @@ class MergeTableDataSource(DataSource):
         if dnf is not None:
             dnf = [[_typed(p, table) for p in conj] for conj in dnf]
         pushdown = opts.pushdown == "true" or (opts.pushdown == "auto" and pushdown_scoped_per_scan())
-        cls = PushdownMergeTableReader if pushdown and created_for_pushdown() else MergeTableReader
+        cls: type[MergeTableReader] = MergeTableReader
+        if pushdown and created_for_pushdown():
+            cls = PushdownMergeTableReader  # planned per scan by Spark: the pinned snapshot is resolved per query
+        elif per_query(self.options) and not opts.time_travel and opts.incremental_between is None:
+            cls = LatestPerQueryReader
         snapshot = self._pinned_snapshot(table, opts)
         return cls(table, snapshot, schema, dnf, opts.split_size, opts.batch_size, opts.incremental_between)
 
