@@ -17,6 +17,7 @@ import pyarrow as pa
 from mergetable.commit.committer import Committer, Overwrite
 from mergetable.commit.maintenance import ExpireResult, expire_snapshots, remove_orphan_files
 from mergetable.commit.manifests import ManifestIO
+from mergetable.commit.restore import restore
 from mergetable.commit.rollback import RollbackResult, expire_tags, retained_ms, rollback_to
 from mergetable.commit.snapshots import SnapshotManager, TagManager
 from mergetable.compaction.job import CompactionJob, Executor, Progress
@@ -299,6 +300,15 @@ class Table:
     def rollback_to(self, snapshot_id: int | None = None, tag: str | None = None) -> RollbackResult:
         """Make a snapshot (or a tag's snapshot) the latest again, removing later snapshots, tags and files."""
         return rollback_to(self.fileio, self.table_schema, snapshot_id, tag)
+
+    def restore(
+        self, snapshot_id: int | None = None, timestamp_ms: int | None = None, tag: str | None = None
+    ) -> Snapshot | None:
+        """Commit a new snapshot with the state of an earlier one (Delta's RESTORE; nothing is removed)."""
+        target = self.resolve_snapshot(snapshot_id, timestamp_ms, tag)
+        if target is None:
+            raise MergeTableError("cannot restore an empty table (no snapshot yet)")
+        return restore(self.fileio, self.table_schema, target)
 
     def system_table(self, name: str, **time_travel: Any) -> pa.Table:
         """Paimon's system table ``name`` (``snapshots``, ``files``, ...) as Arrow; see docs/evolution.md."""

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from mergetable.commit.manifests import ManifestIO
+from mergetable.commit.restore import RESTORED_FROM
 from mergetable.commit.snapshots import SnapshotManager, TagManager
 from mergetable.core import paths
 from mergetable.core.fileio import FileIO
@@ -67,7 +68,10 @@ def expire_snapshots(fileio: FileIO, schema: TableSchema, now_ms: int | None = N
     kept_manifests: set[str] = set()
     for sid in range(end, latest + 1):
         if snapshots.exists(sid):
-            kept_manifests |= _manifest_names(manifests, snapshots.load(sid))
+            kept = snapshots.load(sid)
+            kept_manifests |= _manifest_names(manifests, kept)
+            if kept.properties and RESTORED_FROM in kept.properties:  # a restore brings deleted files back
+                kept_files.update((e.partition, e.bucket, e.file.file_name) for e in manifests.live_entries(kept))
     for tag in tags:
         kept_manifests |= _manifest_names(manifests, tag)
 

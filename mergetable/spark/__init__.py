@@ -12,6 +12,16 @@ Installing the package registers the format in every SparkSession (through the t
 
 from mergetable.spark.api import read, register, register_view, write
 from mergetable.spark.compact import compact
+from mergetable.spark.delta import MergeTable
 from mergetable.spark.source import DefaultSource, MergeTableDataSource
 
-__all__ = ["DefaultSource", "MergeTableDataSource", "compact", "read", "register", "register_view", "write"]
+__all__ = [
+    "DefaultSource",
+    "MergeTable",
+    "MergeTableDataSource",
+    "compact",
+    "read",
+    "register",
+    "register_view",
+    "write",
+]
