@@ -61,7 +61,17 @@ def register_view(
         [Row(count(1)=2)]
     """
     opts = {**_option_map(options, kwargs), RESOLVE_SNAPSHOT: "per-query"}
+    register(spark)
     spark.read.format("mergetable").options(**opts).load(uri).createOrReplaceTempView(name)
+
+
+def session_modes(spark: SparkSession, opts: dict[str, str], overwrite: bool) -> None:
+    """Pass the session's ``partitionOverwriteMode`` and ``caseSensitive`` to a write unless it sets them."""
+    given = {k.lower() for k in opts}
+    if overwrite and "partitionoverwritemode" not in given:
+        opts["partitionOverwriteMode"] = str(spark.conf.get("spark.sql.sources.partitionOverwriteMode", "static"))
+    if "casesensitive" not in given:
+        opts["caseSensitive"] = str(spark.conf.get("spark.sql.caseSensitive", "false")).lower()
 
 
 def _option_map(options: dict[str, Any] | None, kwargs: dict[str, Any]) -> dict[str, str]:
@@ -116,6 +126,7 @@ def read(
         opts["columns"] = ",".join(columns)
     if filter is not None:
         opts["filter"] = json.dumps(_filter_json(filter), default=str)
+    register(spark)
     return spark.read.format("mergetable").options(**opts).load(uri)
 
 
@@ -175,6 +186,8 @@ def write(
     if mode not in ("append", "overwrite"):
         raise OptionsError("mode", f"must be 'append' or 'overwrite', got '{mode}'")
     opts = _option_map(options, kwargs)
+    register(df.sparkSession)  # a session of its own (newSession, another thread's) may lack the format
+    session_modes(df.sparkSession, opts, overwrite=mode == "overwrite")
     wo = WriteOptions.parse({**opts, "path": uri}, list(df.columns))
     if table_exists(uri, wo.storage):
         schema: TableSchema = open_table(uri, wo.storage).table_schema
@@ -194,4 +207,4 @@ def write(
     shuffled.write.format("mergetable").mode(mode).options(**opts).save(uri)
 
 
-__all__ = ["read", "register", "register_view", "write"]
+__all__ = ["read", "register", "register_view", "session_modes", "write"]

@@ -30,6 +30,7 @@ from mergetable.spark.compact import compact
 from mergetable.spark.delta_merge import NULL_ASSIGNED, ROW_KIND, MergeBuilder, as_column, assignments
 from mergetable.spark.delta_rules import check_delete, check_update, nulls_refused
 from mergetable.spark.options import STORAGE_JSON
+from mergetable.spark.source import MergeTableDataSource
 from mergetable.spark.types import spark_schema
 from mergetable.table import Table, open_table
 
@@ -75,6 +76,7 @@ class MergeTable:
 
     def __init__(self, spark: SparkSession, uri: str, storage: dict[str, Any] | None, alias: str | None) -> None:
         self.spark, self.storage, self._alias = spark, storage, alias
+        spark.dataSource.register(MergeTableDataSource)  # this session may not have the format yet
         self.table: Table = open_table(uri, storage)
 
     @classmethod

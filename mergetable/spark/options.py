@@ -26,6 +26,7 @@ from mergetable.core.options import (
     parse_memory_size,
 )
 from mergetable.core.predicates import Conjunct
+from mergetable.spark.write_modes import MODE_KEYS
 
 STORAGE_PREFIX = "storage."
 STORAGE_JSON = "storage-options"
@@ -58,7 +59,7 @@ READ_KEYS = frozenset(
 PRIMARY_KEY_KEYS = ("primary-key", "primary-keys")
 PARTITION_KEYS = ("partition-keys", "partition-key", "partition")
 ROW_KIND_COLUMN = "row-kind-column"
-WRITE_KEYS = frozenset({"path", STORAGE_JSON, ROW_KIND_COLUMN, *PRIMARY_KEY_KEYS, *PARTITION_KEYS})
+WRITE_KEYS = frozenset({"path", STORAGE_JSON, ROW_KIND_COLUMN, *PRIMARY_KEY_KEYS, *PARTITION_KEYS, *MODE_KEYS})
 # table options a write may set differently from the table's (they tune this write only)
 WRITE_TUNABLES = frozenset(
     {
