@@ -2,7 +2,10 @@
 
 Deletes become ``-D`` records and updates ``+U`` records with the whole new row, so:
 
-* ``deduplicate`` and ``versioned``: delete, update and merge mean exactly what they mean in Delta.
+* ``deduplicate``: delete, update and merge mean exactly what they mean in Delta.
+* ``versioned``: update and merge mean what they mean in Delta as long as the version column is not assigned a
+  smaller value (the engine keeps the largest version; ties go to the newer row); deletes are refused (the
+  engine ignores or rejects them).
 * ``partial-update``: update and merge updates write whole rows, so unchanged columns keep their values and
   assigned ones replace them; a NULL assigned is refused (partial update skips NULLs, so it would be a silent
   no-op). Deletes need ``partial-update.remove-record-on-delete``.

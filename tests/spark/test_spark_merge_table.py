@@ -225,3 +225,16 @@ def test_history_restore_optimize_vacuum(spark: Any, table_uri: str) -> None:
     assert _table_rows(t) == before
     with pytest.raises(mt.MergeTableError, match="retentionHours"):
         dt.vacuum(0)
+
+
+def test_versioned_engine(spark: Any, table_uri: str) -> None:
+    t = _table(table_uri, n=3, **{"merge-engine": "versioned", "table.merge-engine.versioned.ver-column": "id"})
+    dt = MergeTable.forPath(spark, table_uri)
+    with pytest.raises(UnsupportedError, match="versioned"):
+        dt.delete("id = 1")
+    before = dt.toDF()
+    expected = _rows(
+        before.select("id", F.when(F.col("id") == 1, F.lit("x")).otherwise(F.col("name")).alias("name"), "v")
+    )
+    dt.update("id = 1", {"name": "'x'"})  # the same version: the newer row wins
+    assert _table_rows(t) == expected
