@@ -25,7 +25,6 @@ import pyarrow.parquet as pq
 from bench_core import SCHEMA, batch
 
 import mergetable as mt
-from mergetable.write.files import data_file_path
 
 
 def upserts(rng: np.random.Generator, commits: int, rows: int, start: int = 0) -> list[pa.Table]:
@@ -45,7 +44,7 @@ def full_compaction(root: Path, rng: np.random.Generator, rows: int, commits: in
     src = mt.create_table(str(root / "full"), SCHEMA, ["id"], options={"bucket": "4", "write-only": "true"})
     for b in upserts(rng, commits, rows):
         src.write(b)
-    files = [data_file_path(src.fileio, src.table_schema, p, b, f.file_name) for p, b, f in src.files()]
+    files = [src.path_factory.data_file(p, b, f.file_name) for p, b, f in src.files()]
     total = sum(f.row_count for _, _, f in src.files())
     expected = src.read().num_rows
 

@@ -50,9 +50,7 @@ def best(fn: Callable[[], Any], repeat: int = 3) -> float:
 
 
 def data_files(t: mt.Table) -> list[str]:
-    from mergetable.write.files import data_file_path
-
-    return [data_file_path(t.fileio, t.table_schema, p, b, f.file_name) for p, b, f in t.files()]
+    return [t.path_factory.data_file(p, b, f.file_name) for p, b, f in t.files()]
 
 
 def raw_scan(files: list[str]) -> pa.Table:

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import mergetable as mt
-from mergetable.write.files import data_file_path
 
 QUIET_LOG4J = Path(__file__).resolve().parent.parent / "tests" / "spark" / "log4j2-quiet.properties"
 READ_TARGET = 0.8
@@ -119,7 +118,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         ).save(uri)
         table = mt.open_table(uri)
         table.compact(full=True)
-        files = [data_file_path(table.fileio, table.table_schema, p, b, f.file_name) for p, b, f in table.files()]
+        files = [table.path_factory.data_file(p, b, f.file_name) for p, b, f in table.files()]
         ours_df = spark.read.format("mergetable").load(uri)
         native_df = spark.read.parquet(*files)
         assert full_scan(ours_df) == full_scan(native_df.select("id", "v", "s"))

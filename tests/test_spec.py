@@ -9,7 +9,6 @@ from pathlib import Path
 import pyarrow as pa
 
 import mergetable as mt
-from mergetable.core import paths
 from mergetable.metadata.models import Snapshot
 from mergetable.metadata.spec import PERSISTED, field_names, json_schemas, render
 
@@ -47,15 +46,13 @@ def test_a_real_table_matches_the_schemas(tmp_path: Path) -> None:
     t.write(pa.table({"id": [1, 2], "v": ["a", "b"]}))
     t.create_tag("v1")
     schemas = json_schemas()
-    snap = json.loads(t.fileio.read_text(t.fileio.join(paths.snapshot_path(1))))
+    snap = json.loads(t.fileio.read_text(t.path_factory.snapshot_file(1)))
     jsonschema.validate(snap, schemas["Snapshot.json"])
-    jsonschema.validate(
-        json.loads(t.fileio.read_text(t.fileio.join(paths.schema_path(0)))), schemas["TableSchema.json"]
-    )
-    jsonschema.validate(json.loads(t.fileio.read_text(t.fileio.join(paths.tag_path("v1")))), schemas["Tag.json"])
+    jsonschema.validate(json.loads(t.fileio.read_text(t.path_factory.schema_file(0))), schemas["TableSchema.json"])
+    jsonschema.validate(json.loads(t.fileio.read_text(t.path_factory.tag_file("v1"))), schemas["Tag.json"])
     for name in (snap["baseManifestList"], snap["deltaManifestList"]):
-        lst = json.loads(t.fileio.read_text(t.fileio.join(paths.manifest_path(name))))
+        lst = json.loads(t.fileio.read_text(t.path_factory.manifest_file(name)))
         jsonschema.validate(lst, schemas["ManifestList.json"])
         for m in lst["manifests"]:
-            doc = json.loads(t.fileio.read_text(t.fileio.join(paths.manifest_path(m["fileName"]))))
+            doc = json.loads(t.fileio.read_text(t.path_factory.manifest_file(m["fileName"])))
             jsonschema.validate(doc, schemas["ManifestFile.json"])

@@ -169,9 +169,9 @@ def _compact(table: Table, args: argparse.Namespace, out: Output) -> None:
     if snap is None:
         out.emit({"snapshot": None, "buckets": 0}, "nothing to compact")
         return
-    delta = table.manifests.delta_entries(snap)
+    delta = table.delta_entries(snap)
     kinds = Counter(e.kind for e in delta)
-    changelog = table.manifests.changelog_entries(snap)
+    changelog = table.changelog_entries(snap)
     result = {
         "snapshot": snap.id,
         "buckets": len({(e.partition, e.bucket) for e in delta}),

@@ -12,15 +12,18 @@ from __future__ import annotations
 import itertools
 import random
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mergetable.commit.discard import discard_uncommitted
 from mergetable.commit.manifests import ManifestIO, fold
+from mergetable.commit.overwrite import Overwrite, overwrite_spec
 from mergetable.commit.snapshots import SnapshotManager
-from mergetable.core import paths
 from mergetable.core.errors import CommitConflictError, CommitStateUnknownError
 from mergetable.core.fileio import FileIO
+from mergetable.core.paths import PathFactory
 from mergetable.core.predicates import comparable
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import (
@@ -33,22 +36,34 @@ from mergetable.metadata.models import (
 )
 
 Partition = tuple[str | None, ...]
+_identifiers = itertools.count(1)
 
 
-@dataclass(frozen=True)
-class Overwrite:
-    """Replace live files with the committed ones: of ``partitions``, of the partitions matching ``spec``
-    (pairs of partition-key index and string value), or of the whole table when both are None."""
+def publish(
+    fileio: FileIO,
+    schema: TableSchema,
+    messages: Sequence[CommitMessage],
+    overwrite: bool | dict[str, Any] = False,
+    commit_user: str | None = None,
+    identifier: int | None = None,
+    properties: dict[str, str] | None = None,
+) -> list[Snapshot]:
+    """Commit ``messages`` as one data snapshot (plus a COMPACT one for compaction files) and return them.
 
-    partitions: frozenset[Partition] | None = None
-    spec: tuple[tuple[int, str | None], ...] | None = None
-
-    def covers(self, partition: Partition) -> bool:
-        if self.partitions is not None:
-            return partition in self.partitions
-        if self.spec is not None:
-            return all(partition[i] == v for i, v in self.spec)
-        return True
+    On failure the table is unchanged and the messages' files are deleted, unless the outcome is unknown
+    (:class:`CommitStateUnknownError`), in which case they are kept. ``overwrite`` is parsed by
+    :func:`mergetable.commit.overwrite.overwrite_spec`; ``commit_user`` defaults to a fresh UUID and
+    ``identifier`` to a process-wide counter.
+    """
+    spec = overwrite_spec(schema, messages, overwrite)
+    committer = Committer(fileio, schema, commit_user or str(uuid.uuid4()))
+    try:
+        return committer.commit(messages, identifier or next(_identifiers), spec, properties)
+    except CommitStateUnknownError:
+        raise
+    except BaseException:
+        discard_uncommitted(fileio, schema, messages, protect_latest=True)
+        raise
 
 
 @dataclass
@@ -64,6 +79,7 @@ class Committer:
         self.commit_user = commit_user
         self.snapshots = SnapshotManager(fileio)
         self.manifests = ManifestIO(fileio)
+        self.paths = PathFactory(fileio.root)
 
     # -- public ------------------------------------------------------------------------------------
     def commit(
@@ -202,7 +218,7 @@ class Committer:
             changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
             properties=properties or None,
         )
-        path = self.fileio.join(paths.snapshot_path(new_id))
+        path = self.paths.snapshot_file(new_id)
         data = snapshot.to_json().encode()
         try:
             created = self.fileio.write_if_absent(path, data)
@@ -232,7 +248,7 @@ class Committer:
         return merged
 
     def _cleanup(self, attempt: _Attempt) -> None:
-        self.fileio.delete_quietly([self.fileio.join(paths.manifest_path(n)) for n in attempt.written])
+        self.fileio.delete_quietly([self.paths.manifest_file(n) for n in attempt.written])
 
     # -- delta and conflicts -------------------------------------------------------------------------
     def _delta_entries(

@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.restore import RESTORED_FROM
 from mergetable.commit.snapshots import SnapshotManager, TagManager
-from mergetable.core import paths
 from mergetable.core.fileio import FileIO
+from mergetable.core.paths import PathFactory, is_temp_name
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import FileKind, Snapshot
-from mergetable.write.files import data_file_path
 
 DAY_MS = 86_400_000
 
@@ -46,6 +45,7 @@ def expire_snapshots(fileio: FileIO, schema: TableSchema, now_ms: int | None = N
     opts = schema.table_options
     snapshots = SnapshotManager(fileio)
     manifests = ManifestIO(fileio)
+    paths = PathFactory.for_table(fileio.root, schema)
     result = ExpireResult()
     earliest, latest = snapshots.earliest_id(), snapshots.latest_id()
     if earliest is None or latest is None:
@@ -84,17 +84,17 @@ def expire_snapshots(fileio: FileIO, schema: TableSchema, now_ms: int | None = N
         if sid > earliest:
             for e in manifests.delta_entries(snap):
                 if e.kind is FileKind.DELETE and (e.partition, e.bucket, e.file.file_name) not in kept_files:
-                    doomed_files.add(data_file_path(fileio, schema, e.partition, e.bucket, e.file.file_name))
+                    doomed_files.add(paths.data_file(e.partition, e.bucket, e.file.file_name))
         if sid < end:
             for e in manifests.changelog_entries(snap):
-                doomed_files.add(data_file_path(fileio, schema, e.partition, e.bucket, e.file.file_name))
+                doomed_files.add(paths.data_file(e.partition, e.bucket, e.file.file_name))
             doomed_manifests |= _manifest_names(manifests, snap) - kept_manifests
 
     snapshots.write_earliest_hint(end)
     for sid in range(earliest, end):
-        fileio.delete(fileio.join(paths.snapshot_path(sid)))
+        fileio.delete(paths.snapshot_file(sid))
         result.expired_snapshots.append(sid)
-    doomed = sorted(doomed_files) + [fileio.join(paths.manifest_path(n)) for n in sorted(doomed_manifests)]
+    doomed = sorted(doomed_files) + [paths.manifest_file(n) for n in sorted(doomed_manifests)]
     fileio.delete_quietly(doomed)
     result.deleted_files = doomed
     return result
@@ -104,12 +104,13 @@ def used_files(fileio: FileIO, schema: TableSchema) -> set[str]:
     """Absolute paths of every file any snapshot or tag references (data, changelog, manifests)."""
     snapshots = SnapshotManager(fileio)
     manifests = ManifestIO(fileio)
+    paths = PathFactory.for_table(fileio.root, schema)
     snaps: list[Snapshot] = [*snapshots.snapshots(), *TagManager(fileio).list().values()]
     used: set[str] = set()
     seen_manifests: set[str] = set()
     for snap in snaps:
         names = _manifest_names(manifests, snap)
-        used.update(fileio.join(paths.manifest_path(n)) for n in names)
+        used.update(paths.manifest_file(n) for n in names)
         lists = [snap.base_manifest_list, snap.delta_manifest_list, snap.changelog_manifest_list]
         for lst in lists:
             if lst is None:
@@ -119,7 +120,7 @@ def used_files(fileio: FileIO, schema: TableSchema) -> set[str]:
                     continue
                 seen_manifests.add(meta.file_name)
                 for e in manifests.read_manifest(meta.file_name):
-                    used.add(data_file_path(fileio, schema, e.partition, e.bucket, e.file.file_name))
+                    used.add(paths.data_file(e.partition, e.bucket, e.file.file_name))
     return used
 
 
@@ -129,14 +130,15 @@ def remove_orphan_files(
     """Delete files under the table that nothing references and that are older than ``older_than_ms``."""
     cutoff = older_than_ms if older_than_ms is not None else int(time.time() * 1000) - DAY_MS
     used = used_files(fileio, schema)
-    protected_dirs = {fileio.join(d) for d in (paths.SCHEMA_DIR, paths.TAG_DIR, paths.CONSUMER_DIR)}
-    snapshot_dir = fileio.join(paths.SNAPSHOT_DIR)
+    paths = PathFactory(fileio.root)
+    protected_dirs = {paths.schema_dir, paths.tag_dir, paths.consumer_dir}
+    snapshot_dir = paths.snapshot_dir
     orphans = []
     for path, mtime in fileio.walk_files(fileio.root):
         path = "/" + path.lstrip("/") if fileio.root.startswith("/") else path
         if any(path.startswith(d + "/") for d in protected_dirs):
             continue
-        if path.startswith(snapshot_dir + "/") and not path.rsplit("/", 1)[-1].startswith("."):
+        if path.startswith(snapshot_dir + "/") and not is_temp_name(path.rsplit("/", 1)[-1]):
             continue
         if path in used:
             continue

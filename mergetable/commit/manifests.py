@@ -6,9 +6,9 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 
-from mergetable.core import paths
 from mergetable.core.errors import CorruptMetadataError
 from mergetable.core.fileio import FileIO
+from mergetable.core.paths import PathFactory
 from mergetable.metadata.models import (
     FileKind,
     ManifestEntry,
@@ -45,9 +45,10 @@ class ManifestIO:
 
     def __init__(self, fileio: FileIO) -> None:
         self.fileio = fileio
+        self.paths = PathFactory(fileio.root)
 
     def _path(self, name: str) -> str:
-        return self.fileio.join(paths.manifest_path(name))
+        return self.paths.manifest_file(name)
 
     # -- manifests ----------------------------------------------------------------------------------
     def write_manifests(
@@ -61,7 +62,7 @@ class ManifestIO:
         per_file = max(1, target_size // approx_entry)
         for start in range(0, len(entries), per_file):
             chunk = tuple(entries[start : start + per_file])
-            name = paths.new_file_name("manifest-")
+            name = self.paths.new_manifest_name()
             data = ManifestFile(entries=chunk).to_json().encode()
             self.fileio.write_bytes(self._path(name), data)
             metas.append(_manifest_meta(name, len(data), chunk, schema_id))
@@ -87,7 +88,7 @@ class ManifestIO:
 
     # -- manifest lists ---------------------------------------------------------------------------
     def write_list(self, metas: Sequence[ManifestFileMeta]) -> tuple[str, int]:
-        name = paths.new_file_name("manifest-list-")
+        name = self.paths.new_manifest_list_name()
         data = ManifestList(manifests=tuple(metas)).to_json().encode()
         self.fileio.write_bytes(self._path(name), data)
         return name, len(data)

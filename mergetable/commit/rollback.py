@@ -28,12 +28,11 @@ from dataclasses import dataclass, field
 from mergetable.commit.maintenance import used_files
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.snapshots import SnapshotManager, TagManager
-from mergetable.core import paths
 from mergetable.core.errors import CommitConflictError, MergeTableError, SnapshotNotFoundError
 from mergetable.core.fileio import FileIO
+from mergetable.core.paths import PathFactory
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import FileKind, Snapshot, Tag
-from mergetable.write.files import data_file_path
 
 
 class RollbackConflictError(CommitConflictError):
@@ -91,14 +90,14 @@ def _target(snapshots: SnapshotManager, tags: TagManager, snapshot_id: int | Non
     raise SnapshotNotFoundError(f"cannot roll back to snapshot {snapshot_id}: it does not exist (latest is {latest})")
 
 
-def _referenced(fileio: FileIO, schema: TableSchema, manifests: ManifestIO, snap: Snapshot) -> set[str]:
+def _referenced(paths: PathFactory, manifests: ManifestIO, snap: Snapshot) -> set[str]:
     """Files a removed snapshot added or referenced through its own manifests: the deletion candidates."""
-    out = {fileio.join(paths.manifest_path(n)) for n in _lists(snap)}
+    out = {paths.manifest_file(n) for n in _lists(snap)}
     metas = [m for lst in _lists(snap) for m in manifests.read_list(lst)]
-    out |= {fileio.join(paths.manifest_path(m.file_name)) for m in metas}
+    out |= {paths.manifest_file(m.file_name) for m in metas}
     for e in [*manifests.delta_entries(snap), *manifests.changelog_entries(snap)]:
         if e.kind is FileKind.ADD:
-            out.add(data_file_path(fileio, schema, e.partition, e.bucket, e.file.file_name))
+            out.add(paths.data_file(e.partition, e.bucket, e.file.file_name))
     return out
 
 
@@ -111,6 +110,7 @@ def rollback_to(
     fileio: FileIO, schema: TableSchema, snapshot_id: int | None = None, tag: str | None = None
 ) -> RollbackResult:
     snapshots, tags, manifests = SnapshotManager(fileio), TagManager(fileio), ManifestIO(fileio)
+    paths = PathFactory.for_table(fileio.root, schema)
     target = _target(snapshots, tags, snapshot_id, tag)
     tid = target.id
     result = RollbackResult(tid)
@@ -118,11 +118,11 @@ def rollback_to(
     doomed_tags = {name: t for name, t in tags.list().items() if t.id > tid}
     candidates: set[str] = set()
     for snap in [*removed, *doomed_tags.values()]:
-        candidates |= _referenced(fileio, schema, manifests, snap)
+        candidates |= _referenced(paths, manifests, snap)
 
     snapshots.commit_hint(tid)
     for snap in removed:
-        fileio.delete_quietly([fileio.join(paths.snapshot_path(snap.id))])
+        fileio.delete_quietly([paths.snapshot_file(snap.id)])
         result.removed_snapshots.append(snap.id)
     landed = [i for i in snapshots.list_ids() if i > tid + 1]
     if landed:
@@ -131,7 +131,7 @@ def rollback_to(
         tags.delete(name)
         result.removed_tags.append(name)
     if not snapshots.exists(tid):  # a tag's snapshot that was expired: bring it back
-        fileio.write_if_absent(fileio.join(paths.snapshot_path(tid)), target.to_json().encode())
+        fileio.write_if_absent(paths.snapshot_file(tid), target.to_json().encode())
         snapshots.write_earliest_hint(tid)
     snapshots.commit_hint(tid)
     used = used_files(fileio, schema)
@@ -152,6 +152,7 @@ def expired_tags(tags: dict[str, Tag], now_ms: int) -> list[str]:
 def expire_tags(fileio: FileIO, schema: TableSchema, now_ms: int | None = None) -> tuple[list[str], list[str]]:
     """Delete tags past their retention and the files only they referenced: (tag names, deleted files)."""
     tag_manager, manifests = TagManager(fileio), ManifestIO(fileio)
+    paths = PathFactory.for_table(fileio.root, schema)
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     all_tags = tag_manager.list()
     names = expired_tags(all_tags, now)
@@ -160,9 +161,9 @@ def expire_tags(fileio: FileIO, schema: TableSchema, now_ms: int | None = None) 
     candidates: set[str] = set()
     for name in names:
         tag = all_tags[name]
-        candidates |= {fileio.join(paths.manifest_path(n)) for n in _lists(tag)}
+        candidates |= {paths.manifest_file(n) for n in _lists(tag)}
         for e in manifests.live_entries(tag):
-            candidates.add(data_file_path(fileio, schema, e.partition, e.bucket, e.file.file_name))
+            candidates.add(paths.data_file(e.partition, e.bucket, e.file.file_name))
         tag_manager.delete(name)
     deleted = sorted(candidates - used_files(fileio, schema))
     fileio.delete_quietly(deleted)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import bisect
 import time
 
-from mergetable.core import paths
 from mergetable.core.errors import CorruptMetadataError, MergeTableError, SnapshotNotFoundError
 from mergetable.core.fileio import FileIO
+from mergetable.core.paths import PathFactory, valid_tag_name
 from mergetable.metadata.models import Snapshot, Tag
 
 _LATEST_ATTEMPTS = 10
@@ -16,37 +16,35 @@ _LATEST_ATTEMPTS = 10
 class SnapshotManager:
     def __init__(self, fileio: FileIO) -> None:
         self.fileio = fileio
+        self.paths = PathFactory(fileio.root)
 
     def _snapshot_file(self, snapshot_id: int) -> str:
-        return self.fileio.join(paths.snapshot_path(snapshot_id))
+        return self.paths.snapshot_file(snapshot_id)
 
     def exists(self, snapshot_id: int) -> bool:
         return self.fileio.exists(self._snapshot_file(snapshot_id))
 
     def list_ids(self) -> list[int]:
-        ids = []
-        for name in self.fileio.list_names(self.fileio.join(paths.SNAPSHOT_DIR)):
-            if name.startswith("snapshot-") and name[len("snapshot-") :].isdigit():
-                ids.append(int(name[len("snapshot-") :]))
-        return sorted(ids)
+        ids = (self.paths.snapshot_id(name) for name in self.fileio.list_names(self.paths.snapshot_dir))
+        return sorted(i for i in ids if i is not None)
 
-    def _read_hint(self, name: str) -> int | None:
+    def _read_hint(self, path: str) -> int | None:
         try:
-            text = self.fileio.read_text(self.fileio.join(paths.SNAPSHOT_DIR, name)).strip()
+            text = self.fileio.read_text(path).strip()
         except FileNotFoundError:
             return None
         return int(text) if text.isdigit() else None
 
     def latest_id(self) -> int | None:
         """The newest snapshot id. The LATEST hint is trusted only if the next snapshot does not exist."""
-        hint = self._read_hint(paths.LATEST)
+        hint = self._read_hint(self.paths.latest_hint)
         if hint is not None and self.exists(hint) and not self.exists(hint + 1):
             return hint
         ids = self.list_ids()
         return ids[-1] if ids else None
 
     def earliest_id(self) -> int | None:
-        hint = self._read_hint(paths.EARLIEST)
+        hint = self._read_hint(self.paths.earliest_hint)
         if hint is not None and self.exists(hint) and not (hint > 1 and self.exists(hint - 1)):
             return hint
         ids = self.list_ids()
@@ -80,13 +78,13 @@ class SnapshotManager:
     def commit_hint(self, snapshot_id: int) -> None:
         """Best-effort LATEST hint update (readers verify it)."""
         try:
-            self.fileio.write_bytes(self.fileio.join(paths.SNAPSHOT_DIR, paths.LATEST), str(snapshot_id).encode())
+            self.fileio.write_bytes(self.paths.latest_hint, str(snapshot_id).encode())
         except OSError:
             pass
 
     def write_earliest_hint(self, snapshot_id: int) -> None:
         try:
-            self.fileio.write_bytes(self.fileio.join(paths.SNAPSHOT_DIR, paths.EARLIEST), str(snapshot_id).encode())
+            self.fileio.write_bytes(self.paths.earliest_hint, str(snapshot_id).encode())
         except OSError:
             pass
 
@@ -137,12 +135,13 @@ class _LazyTimes:
 class TagManager:
     def __init__(self, fileio: FileIO) -> None:
         self.fileio = fileio
+        self.paths = PathFactory(fileio.root)
 
     def _path(self, name: str) -> str:
-        return self.fileio.join(paths.tag_path(name))
+        return self.paths.tag_file(name)
 
     def create(self, name: str, snapshot: Snapshot, time_retained_ms: int | None = None) -> Tag:
-        if not paths.valid_tag_name(name):
+        if not valid_tag_name(name):
             raise MergeTableError(f"invalid tag name '{name}' (letters, digits, '_', '-', '.'; not all digits)")
         tag = Tag.model_validate(
             {**snapshot.model_dump(), "tag_create_time": int(time.time() * 1000), "tag_time_retained": time_retained_ms}
@@ -168,8 +167,5 @@ class TagManager:
         self.fileio.delete(self._path(name))
 
     def list(self) -> dict[str, Tag]:
-        out = {}
-        for name in sorted(self.fileio.list_names(self.fileio.join(paths.TAG_DIR))):
-            if name.startswith("tag-"):
-                out[name[4:]] = self.get(name[4:])
-        return out
+        names = (self.paths.tag_name(n) for n in sorted(self.fileio.list_names(self.paths.tag_dir)))
+        return {name: self.get(name) for name in names if name is not None}

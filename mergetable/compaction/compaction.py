@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from mergetable.commit.discard import discard_uncommitted
 from mergetable.compaction.changelog import diff_changelog, key_set, only_keys
 from mergetable.compaction.lsm import (
     CompactUnit,
@@ -38,7 +39,7 @@ from mergetable.merge import MergeFunction
 from mergetable.metadata.models import CommitMessage, DataFileMeta, FileSource
 from mergetable.read.reader import SplitReader
 from mergetable.read.scan import KeyComparator, Section, Split, interval_partition
-from mergetable.write.files import data_file_path, write_kv_files
+from mergetable.write.files import write_kv_files
 
 Partition = tuple[str | None, ...]
 
@@ -56,14 +57,6 @@ class CompactResult:
         """Files this compaction created (upgraded files are not new: they keep their name)."""
         kept = {f.file_name for f in self.before}
         return [f for f in (*self.after, *self.changelog) if f.file_name not in kept]
-
-
-def written_files(message: CommitMessage) -> list[DataFileMeta]:
-    """The files a compaction message created, i.e. the ones to delete if it is not committed."""
-    result = CompactResult(
-        list(message.compact_before), list(message.compact_after), list(message.compact_changelog_files)
-    )
-    return result.written
 
 
 class _FileCache:
@@ -209,8 +202,9 @@ class BucketCompactor:
 
     def discard(self, partition: Partition, bucket: int, files: Sequence[DataFileMeta]) -> None:
         """Delete files a compaction wrote and will not commit."""
-        paths = [data_file_path(self.fileio, self.schema, partition, bucket, f.file_name) for f in files]
-        self.fileio.delete_quietly(paths)
+        total = self.schema.table_options.bucket
+        message = CommitMessage(partition=partition, bucket=bucket, total_buckets=total, compact_after=tuple(files))
+        discard_uncommitted(self.fileio, self.schema, [message])
 
 
 class _Task:

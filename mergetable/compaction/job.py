@@ -24,10 +24,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from mergetable.commit.committer import Committer
+from mergetable.commit.discard import discard_uncommitted
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.snapshots import SnapshotManager
-from mergetable.compaction.compaction import BucketCompactor, written_files
-from mergetable.core.errors import CommitConflictError, CommitStateUnknownError, SchemaError, SnapshotNotFoundError
+from mergetable.compaction.compaction import BucketCompactor
+from mergetable.core.errors import (
+    CommitConflictError,
+    CommitStateUnknownError,
+    MergeTableError,
+    SchemaError,
+    SnapshotNotFoundError,
+)
 from mergetable.core.fileio import FileIO
 from mergetable.core.model import JsonModel
 from mergetable.core.options import ChangelogProducer
@@ -226,10 +233,22 @@ class CompactionJob:
                 del kept[bid]
 
     def _discard(self, messages: Iterable[CommitMessage]) -> None:
-        for m in messages:
-            self.compactor.discard(m.partition, m.bucket, written_files(m))
+        discard_uncommitted(self.fileio, self.schema, messages)
 
     # -- after a write ----------------------------------------------------------------------------------
+    def after_commit(self, messages: Iterable[CommitMessage], snapshot: Snapshot) -> None:
+        """:meth:`after_write` for the buckets that ``messages`` (committed as ``snapshot``) wrote to.
+
+        Never raises for a failed compaction (it is logged and skipped): the data is committed.
+        """
+        touched = {(m.partition, m.bucket) for m in messages if m.new_files}
+        if not touched:
+            return
+        try:
+            self.after_write(touched, snapshot.commit_identifier)
+        except (MergeTableError, OSError) as exc:
+            log.warning("compaction after snapshot %d failed and was skipped: %s", snapshot.id, exc)
+
     def after_write(self, touched: Iterable[BucketId], identifier: int | None = None) -> Snapshot | None:
         """The compaction a writer runs after its commit (never raises on a conflict: the data is committed).
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +19,7 @@ import pyarrow.fs as pafs
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
+from mergetable.core import paths
 from mergetable.core.errors import CommitStateUnknownError
 
 _MEMORY_LOCK = threading.Lock()
@@ -52,7 +52,7 @@ class FileIO:
 
     # -- paths ------------------------------------------------------------------------------------
     def join(self, *parts: str) -> str:
-        return "/".join([self.root, *[p.strip("/") for p in parts if p]])
+        return paths.join(self.root, *parts)
 
     # -- reading ----------------------------------------------------------------------------------
     def _fresh(self, path: str) -> None:
@@ -113,7 +113,7 @@ class FileIO:
         """Write (overwrite) a whole file; local writes go through a temp file and an atomic rename."""
         self.makedirs(path.rsplit("/", 1)[0])
         if self.is_local:
-            os.replace(_write_file(f"{path}.{uuid.uuid4().hex}.tmp", data, sync=False), path)
+            os.replace(_write_file(paths.temp_path(path), data, sync=False), path)
         else:
             self.fs.pipe_file(path, data)
 
@@ -126,7 +126,7 @@ class FileIO:
         parent = path.rsplit("/", 1)[0]
         self.makedirs(parent)
         if self.is_local:
-            tmp = _write_file(f"{parent}/.{path.rsplit('/', 1)[-1]}.{uuid.uuid4().hex}.tmp", data, sync=True)
+            tmp = _write_file(paths.temp_path(path), data, sync=True)
             try:
                 os.link(tmp, path)
                 return True

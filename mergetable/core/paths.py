@@ -1,4 +1,4 @@
-"""Where every file of a table lives (relative to the table root).
+"""Where every file of a table lives: :class:`PathFactory`, the one place that names them.
 
 ```
 schema/schema-<id>                     snapshot/snapshot-<id>, snapshot/LATEST, snapshot/EARLIEST
@@ -6,7 +6,12 @@ manifest/manifest-<uuid>-<n>           manifest/manifest-list-<uuid>-<n>
 tag/tag-<name>                         consumer/consumer-<id>
 [<k>=<v>/…]/bucket-<N>/data-<uuid>-<n>.parquet
 [<k>=<v>/…]/bucket-<N>/changelog-<uuid>-<n>.parquet
+<dir>/.<name>.<uuid>.tmp               (a file being written, before it is published under <name>)
+_spark_staging/<job id>/<marker>       (markers of a Spark write job's task attempts, removed by its commit)
 ```
+
+Every method returns an absolute path (the table root joined with the relative one), in the form
+:class:`mergetable.core.fileio.FileIO` methods take.
 """
 
 from __future__ import annotations
@@ -16,56 +21,184 @@ import urllib.parse
 import uuid
 from collections.abc import Sequence
 
+from mergetable.core.schema import TableSchema
+
 SCHEMA_DIR = "schema"
 SNAPSHOT_DIR = "snapshot"
 MANIFEST_DIR = "manifest"
 TAG_DIR = "tag"
 CONSUMER_DIR = "consumer"
+STAGING_DIR = "_spark_staging"
 LATEST = "LATEST"
 EARLIEST = "EARLIEST"
+SCHEMA_PREFIX = "schema-"
+SNAPSHOT_PREFIX = "snapshot-"
+TAG_PREFIX = "tag-"
+CONSUMER_PREFIX = "consumer-"
+MANIFEST_PREFIX = "manifest-"
+MANIFEST_LIST_PREFIX = "manifest-list-"
+BUCKET_PREFIX = "bucket-"
+DATA_FILE_EXTENSION = ".parquet"
+DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
 _TAG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 
-
-def schema_path(schema_id: int) -> str:
-    return f"{SCHEMA_DIR}/schema-{schema_id}"
+Partition = Sequence[str | None]
 
 
-def snapshot_path(snapshot_id: int) -> str:
-    return f"{SNAPSHOT_DIR}/snapshot-{snapshot_id}"
+def join(root: str, *parts: str) -> str:
+    """``root/part/…`` with the parts' surrounding slashes removed and empty parts skipped."""
+    return "/".join([root, *[p.strip("/") for p in parts if p]])
 
 
-def tag_path(name: str) -> str:
-    return f"{TAG_DIR}/tag-{name}"
+def temp_path(path: str) -> str:
+    """A hidden, unique sibling of ``path`` to write before publishing it under ``path``."""
+    parent, _, name = path.rpartition("/")
+    return f"{parent}/.{name}.{uuid.uuid4().hex}.tmp" if parent else f".{name}.{uuid.uuid4().hex}.tmp"
+
+
+def is_temp_name(name: str) -> bool:
+    """Whether a base name is one :func:`temp_path` makes (or another hidden file)."""
+    return name.startswith(".")
+
+
+def new_file_name(prefix: str, counter: int = 0, extension: str = "") -> str:
+    """``<prefix><uuid>-<n><extension>``, Paimon's data and manifest file naming."""
+    return f"{prefix}{uuid.uuid4()}-{counter}{extension}"
 
 
 def valid_tag_name(name: str) -> bool:
     return bool(_TAG_NAME.match(name)) and not name.isdigit()
 
 
-def manifest_path(name: str) -> str:
-    return f"{MANIFEST_DIR}/{name}"
-
-
-def new_file_name(prefix: str, counter: int = 0, extension: str = "") -> str:
-    """``<prefix><uuid>-<n><extension>``, Paimon's data/manifest naming."""
-    return f"{prefix}{uuid.uuid4()}-{counter}{extension}"
-
-
 def escape_partition_value(value: str) -> str:
     return urllib.parse.quote(value, safe=" -_.~:+@,;")
 
 
-def partition_dir(keys: Sequence[str], values: Sequence[str | None], default_name: str) -> str:
-    """Hive-style ``k1=v1/k2=v2`` directory (null → ``default_name``); empty for an unpartitioned table."""
-    parts = []
-    for k, v in zip(keys, values, strict=True):
-        parts.append(f"{escape_partition_value(k)}={default_name if v is None else escape_partition_value(v)}")
-    return "/".join(parts)
+def _numbered(prefix: str, name: str) -> int | None:
+    rest = name[len(prefix) :]
+    return int(rest) if name.startswith(prefix) and rest.isdigit() else None
 
 
-def bucket_dir(partition: str, bucket: int) -> str:
-    return f"{partition}/bucket-{bucket}" if partition else f"bucket-{bucket}"
+class PathFactory:
+    """The paths of every file of one table, under ``root`` (a :attr:`FileIO.root`).
 
+    Args:
+        root: The table root as the file system sees it (no scheme).
+        partition_keys: The table's partition columns, in order (data and changelog directories).
+        default_partition_name: The directory name of a null partition value.
+    """
 
-def data_file_path(partition: str, bucket: int, file_name: str) -> str:
-    return f"{bucket_dir(partition, bucket)}/{file_name}"
+    def __init__(
+        self, root: str, partition_keys: Sequence[str] = (), default_partition_name: str = DEFAULT_PARTITION_NAME
+    ) -> None:
+        self.root = root
+        self.partition_keys = tuple(partition_keys)
+        self.default_partition_name = default_partition_name
+
+    @classmethod
+    def for_table(cls, root: str, schema: TableSchema) -> PathFactory:
+        """The factory of a table with ``schema`` (its partition keys and ``partition.default-name``)."""
+        return cls(root, schema.partition_keys, schema.table_options.partition_default_name)
+
+    def __repr__(self) -> str:
+        return f"PathFactory({self.root!r}, partition_keys={list(self.partition_keys)})"
+
+    def join(self, *parts: str) -> str:
+        return join(self.root, *parts)
+
+    # -- schemas ----------------------------------------------------------------------------------
+    @property
+    def schema_dir(self) -> str:
+        return self.join(SCHEMA_DIR)
+
+    def schema_file(self, schema_id: int) -> str:
+        return self.join(SCHEMA_DIR, f"{SCHEMA_PREFIX}{schema_id}")
+
+    @staticmethod
+    def schema_id(file_name: str) -> int | None:
+        """The id of a ``schema-<id>`` file name (None for any other name)."""
+        return _numbered(SCHEMA_PREFIX, file_name)
+
+    # -- snapshots --------------------------------------------------------------------------------
+    @property
+    def snapshot_dir(self) -> str:
+        return self.join(SNAPSHOT_DIR)
+
+    def snapshot_file(self, snapshot_id: int) -> str:
+        return self.join(SNAPSHOT_DIR, f"{SNAPSHOT_PREFIX}{snapshot_id}")
+
+    @staticmethod
+    def snapshot_id(file_name: str) -> int | None:
+        """The id of a ``snapshot-<id>`` file name (None for any other name)."""
+        return _numbered(SNAPSHOT_PREFIX, file_name)
+
+    @property
+    def latest_hint(self) -> str:
+        return self.join(SNAPSHOT_DIR, LATEST)
+
+    @property
+    def earliest_hint(self) -> str:
+        return self.join(SNAPSHOT_DIR, EARLIEST)
+
+    # -- manifests --------------------------------------------------------------------------------
+    @property
+    def manifest_dir(self) -> str:
+        return self.join(MANIFEST_DIR)
+
+    def manifest_file(self, name: str) -> str:
+        """A manifest or manifest list by its file name (as snapshots and manifest lists record it)."""
+        return self.join(MANIFEST_DIR, name)
+
+    @staticmethod
+    def new_manifest_name() -> str:
+        return new_file_name(MANIFEST_PREFIX)
+
+    @staticmethod
+    def new_manifest_list_name() -> str:
+        return new_file_name(MANIFEST_LIST_PREFIX)
+
+    # -- tags and consumers -----------------------------------------------------------------------
+    @property
+    def tag_dir(self) -> str:
+        return self.join(TAG_DIR)
+
+    def tag_file(self, name: str) -> str:
+        return self.join(TAG_DIR, f"{TAG_PREFIX}{name}")
+
+    @staticmethod
+    def tag_name(file_name: str) -> str | None:
+        """The tag of a ``tag-<name>`` file name (None for any other name)."""
+        return file_name[len(TAG_PREFIX) :] if file_name.startswith(TAG_PREFIX) else None
+
+    @property
+    def consumer_dir(self) -> str:
+        return self.join(CONSUMER_DIR)
+
+    def consumer_file(self, consumer_id: str) -> str:
+        return self.join(CONSUMER_DIR, f"{CONSUMER_PREFIX}{consumer_id}")
+
+    def staging_dir(self, job_id: str | None = None) -> str:
+        """Where a write job's task attempts leave their markers (all jobs' when ``job_id`` is None)."""
+        return self.join(STAGING_DIR, job_id or "")
+
+    # -- data and changelog files -----------------------------------------------------------------
+    def partition_path(self, partition: Partition) -> str:
+        """Hive-style ``k1=v1/k2=v2`` (relative; a null value is the default partition name, empty when the
+        table is not partitioned)."""
+        parts = []
+        for k, v in zip(self.partition_keys, partition, strict=True):
+            value = self.default_partition_name if v is None else escape_partition_value(v)
+            parts.append(f"{escape_partition_value(k)}={value}")
+        return "/".join(parts)
+
+    def bucket_dir(self, partition: Partition, bucket: int) -> str:
+        return self.join(self.partition_path(partition), f"{BUCKET_PREFIX}{bucket}")
+
+    def data_file(self, partition: Partition, bucket: int, file_name: str) -> str:
+        """A data or changelog file of a bucket, by the name its :class:`DataFileMeta` records."""
+        return f"{self.bucket_dir(partition, bucket)}/{file_name}"
+
+    @staticmethod
+    def new_data_file_name(prefix: str) -> str:
+        """A fresh ``<prefix><uuid>-0.parquet`` (``prefix``: ``data-file.prefix`` or ``changelog-file.prefix``)."""
+        return new_file_name(prefix, 0, DATA_FILE_EXTENSION)

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from mergetable.core.errors import DataFileError
 from mergetable.core.fileio import FileIO
+from mergetable.core.paths import PathFactory
 from mergetable.core.predicates import Conjunct, restrict, to_expression
 from mergetable.core.rowkind import is_retract
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
@@ -27,7 +28,6 @@ from mergetable.merge import MergeFunction
 from mergetable.merge.base import WRITE_MASK, drop_write_mask, with_write_mask
 from mergetable.metadata.models import DataFileMeta
 from mergetable.read.scan import Split
-from mergetable.write.files import data_file_path
 
 
 class SplitReader:
@@ -44,6 +44,7 @@ class SplitReader:
         self.fileio = fileio
         self.schema = schema
         self.merge_function = merge_function
+        self.paths = PathFactory.for_table(fileio.root, schema)
         self.columns = list(columns) if columns is not None else list(schema.column_names)
         self.dnf = dnf
         self.filter_expr = to_expression(dnf) if dnf is not None else None
@@ -76,7 +77,7 @@ class SplitReader:
     ) -> pa.Table:
         """Read one data file. ``plain``: only user columns; ``sequenced=False``: ``_SEQUENCE_NUMBER`` is
         replaced by the file's maximum (valid when runs are merged in sequence order, see merged_section)."""
-        path = data_file_path(self.fileio, self.schema, split.partition, split.bucket, f.file_name)
+        path = self.paths.data_file(split.partition, split.bucket, f.file_name)
         columns, schema = (self.plain_columns, self.plain_schema) if plain else (self.read_columns, self.read_schema)
         if not plain and not sequenced:
             columns = self.unsequenced_columns

@@ -21,13 +21,13 @@ import pyarrow as pa
 
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.rollback import iso_duration
+from mergetable.commit.schemas import SchemaManager
 from mergetable.commit.snapshots import SnapshotManager, TagManager
-from mergetable.core import paths
 from mergetable.core.errors import MergeTableError, SnapshotNotFoundError, UnsupportedError
 from mergetable.core.fileio import FileIO
+from mergetable.core.paths import CONSUMER_PREFIX, PathFactory
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import ConsumerProgress, ManifestEntry, Snapshot
-from mergetable.write.files import data_file_path
 
 _S, _L, _I, _TS, _B = pa.string(), pa.int64(), pa.int32(), pa.timestamp("ms"), pa.bool_()
 
@@ -159,6 +159,7 @@ class _Context:
     def __init__(self, fileio: FileIO, schema: TableSchema) -> None:
         self.fileio, self.schema = fileio, schema
         self.snapshots, self.tags, self.manifests = SnapshotManager(fileio), TagManager(fileio), ManifestIO(fileio)
+        self.paths = PathFactory.for_table(fileio.root, schema)
 
     def snapshot(self, snapshot_id: int | None, tag: str | None, timestamp_ms: int | None) -> Snapshot | None:
         if sum(x is not None for x in (snapshot_id, tag, timestamp_ms)) > 1:
@@ -174,7 +175,7 @@ class _Context:
     def schema_of(self, schema_id: int) -> TableSchema:
         if schema_id == self.schema.id:
             return self.schema
-        path = self.fileio.join(paths.schema_path(schema_id))
+        path = self.paths.schema_file(schema_id)
         return TableSchema.from_json(self.fileio.read_bytes(path), path)
 
 
@@ -200,13 +201,8 @@ def _snapshots(ctx: _Context, _: Snapshot | None) -> list[dict[str, Any]]:
 
 
 def _schemas(ctx: _Context, _: Snapshot | None) -> list[dict[str, Any]]:
-    ids = sorted(
-        int(n[len("schema-") :])
-        for n in ctx.fileio.list_names(ctx.fileio.join(paths.SCHEMA_DIR))
-        if n.startswith("schema-") and n[len("schema-") :].isdigit()
-    )
     rows = []
-    for i in ids:
+    for i in SchemaManager(ctx.fileio).ids():
         s = ctx.schema_of(i)
         rows.append(
             {
@@ -243,7 +239,7 @@ def _files(ctx: _Context, snap: Snapshot | None) -> list[dict[str, Any]]:
             {
                 "partition": _row(e.partition),
                 "bucket": e.bucket,
-                "file_path": data_file_path(ctx.fileio, ctx.schema, e.partition, e.bucket, f.file_name),
+                "file_path": ctx.paths.data_file(e.partition, e.bucket, f.file_name),
                 "file_format": "parquet",
                 "schema_id": f.schema_id,
                 "level": f.level,
@@ -298,11 +294,12 @@ def _tags(ctx: _Context, _: Snapshot | None) -> list[dict[str, Any]]:
 
 def _consumers(ctx: _Context, _: Snapshot | None) -> list[dict[str, Any]]:
     rows = []
-    for name in sorted(ctx.fileio.list_names(ctx.fileio.join(paths.CONSUMER_DIR))):
-        if name.startswith("consumer-"):
-            path = ctx.fileio.join(paths.CONSUMER_DIR, name)
+    for name in sorted(ctx.fileio.list_names(ctx.paths.consumer_dir)):
+        if name.startswith(CONSUMER_PREFIX):
+            consumer = name[len(CONSUMER_PREFIX) :]
+            path = ctx.paths.consumer_file(consumer)
             progress = ConsumerProgress.from_json(ctx.fileio.read_bytes(path), path)
-            rows.append({"consumer_id": name[len("consumer-") :], "next_snapshot_id": progress.next_snapshot})
+            rows.append({"consumer_id": consumer, "next_snapshot_id": progress.next_snapshot})
     return rows
 
 

@@ -42,7 +42,7 @@ def pushdown_scoped_per_scan() -> bool:
 def resolve_snapshot_id(table: Table, travel: dict[str, str]) -> int | None:
     """The snapshot id a read with time-travel options ``travel`` uses (None: the table has no snapshot)."""
     if not travel:
-        return table.snapshot_manager.latest_id()
+        return table.latest_snapshot_id()
     ((key, value),) = travel.items()
     if key == "snapshot-id":
         snap = table.resolve_snapshot(snapshot_id=parse_int_option(key, value))

@@ -47,7 +47,7 @@ class LatestPerQueryReader(MergeTableReader):
         if not isinstance(partition, SlotPartition) or slot is None:
             return
         table = open_table(self.table.uri, self.table.fileio.storage_options)
-        latest = table.snapshot_manager.latest_id()
+        latest = table.latest_snapshot_id()
         if latest is None:
             return
         self.table = table

@@ -30,6 +30,8 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StringType, StructField, StructType
 
+from mergetable.commit.discard import discard_uncommitted
+from mergetable.core import paths
 from mergetable.core.errors import OptionsError, SchemaError
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import MIB, MergeEngine
@@ -40,10 +42,9 @@ from mergetable.spark.options import WriteOptions
 from mergetable.spark.types import arrow_schema_of, check_write_schema
 from mergetable.spark.write_modes import case_renames, parse_write_mode
 from mergetable.table import Table, create_table, open_table, table_exists
-from mergetable.write.files import data_file_path
 
 COMMIT_IDENTIFIER = 1
-STAGING_DIR = "_spark_staging"
+STAGING_DIR = paths.STAGING_DIR
 _CHUNK_BYTES = 32 * MIB
 
 
@@ -150,7 +151,7 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
             renames=renames,
             create=False,
             job_id=job_id,
-            base_snapshot_id=table.snapshot_manager.latest_id(),
+            base_snapshot_id=table.latest_snapshot_id(),
             row_kind_column=rk,
             target_columns=None if len(present) == len(table.schema) else tuple(present),
         )
@@ -196,7 +197,8 @@ class MergeTableWriter(DataSourceArrowWriter):
         """Write one task attempt's batches to level-0 files of the job (not visible until commit)."""
         job = self.job
         fileio = job.fileio()
-        marker = fileio.join(STAGING_DIR, job.job_id, _marker_name(partition_id, attempt, task_attempt_id))
+        staging = paths.PathFactory(fileio.root).staging_dir(job.job_id)
+        marker = f"{staging}/{_marker_name(partition_id, attempt, task_attempt_id)}"
         fileio.write_bytes(marker, b"")
         writer = job.task_table().new_writer()
         rows = 0
@@ -237,13 +239,13 @@ class MergeTableWriter(DataSourceArrowWriter):
         job = self.job
         winners, losers = choose_attempts(messages)
         table = self._table_for_commit()
-        done = table.snapshot_manager.find_committed(job.commit_user, COMMIT_IDENTIFIER, job.base_snapshot_id)
+        done = table.find_commit(job.commit_user, COMMIT_IDENTIFIER, job.base_snapshot_id)
         if done is None:
             batch = [m for w in winners for m in w.messages]
             if batch or job.overwrite:
                 table.commit(batch, overwrite=job.overwrite, commit_user=job.commit_user, identifier=COMMIT_IDENTIFIER)
         keep = set().union(*(w.file_names for w in winners))
-        self._delete_files(table.fileio, [m for lo in losers for m in lo.messages], keep)
+        discard_uncommitted(table.fileio, job.schema, [m for lo in losers for m in lo.messages], keep)
         self._clean_staging(table.fileio, {w.marker for w in winners}, keep)
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
@@ -252,7 +254,7 @@ class MergeTableWriter(DataSourceArrowWriter):
         fileio = job.fileio()
         keep = self._committed_files(fileio)
         tasks = [m for m in messages if isinstance(m, TaskCommit)]
-        self._delete_files(fileio, [m for t in tasks for m in t.messages], keep)
+        discard_uncommitted(fileio, job.schema, [m for t in tasks for m in t.messages], keep)
         known = {t.marker for t in tasks} if len(tasks) == len(messages) else None
         self._clean_staging(fileio, known, keep)
         if job.create and not table_exists(job.uri, job.storage):
@@ -288,25 +290,15 @@ class MergeTableWriter(DataSourceArrowWriter):
         if not table_exists(job.uri, job.storage):
             return set()
         table = job.table()
-        snap = table.snapshot_manager.find_committed(job.commit_user, COMMIT_IDENTIFIER, job.base_snapshot_id)
+        snap = table.find_commit(job.commit_user, COMMIT_IDENTIFIER, job.base_snapshot_id)
         if snap is None:
             return set()
-        entries = [*table.manifests.delta_entries(snap), *table.manifests.changelog_entries(snap)]
+        entries = [*table.delta_entries(snap), *table.changelog_entries(snap)]
         return {e.file.file_name for e in entries}
-
-    def _delete_files(self, fileio: FileIO, messages: list[CommitMessage], keep: set[str]) -> None:
-        schema = self.job.schema
-        doomed = [
-            data_file_path(fileio, schema, m.partition, m.bucket, f.file_name)
-            for m in messages
-            for f in (*m.new_files, *m.changelog_files)
-            if f.file_name not in keep
-        ]
-        fileio.delete_quietly(doomed)
 
     def _clean_staging(self, fileio: FileIO, known_markers: set[str] | None, keep: set[str]) -> None:
         """Sweep the job's files unless every attempt that left a marker is known; then drop the markers."""
-        staging = fileio.join(STAGING_DIR, self.job.job_id)
+        staging = paths.PathFactory(fileio.root).staging_dir(self.job.job_id)
         markers = set(fileio.list_names(staging))
         if known_markers is None or markers - known_markers:
             sweep_job_files(fileio, self.job, keep)
@@ -314,7 +306,7 @@ class MergeTableWriter(DataSourceArrowWriter):
             if fileio.fs.exists(staging):
                 fileio.fs.rm(staging, recursive=True)
         with contextlib.suppress(OSError):
-            parent = fileio.join(STAGING_DIR)
+            parent = paths.PathFactory(fileio.root).staging_dir()
             if fileio.is_local and not fileio.list_names(parent):
                 fileio.fs.rmdir(parent)
 

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from mergetable.core import paths
 from mergetable.core.fileio import FileIO
+from mergetable.core.paths import PathFactory
 from mergetable.core.rowkind import is_retract
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from mergetable.metadata.models import DataFileMeta, FileSource
@@ -25,17 +25,6 @@ def _dictionary_columns(schema: pa.Schema) -> list[str]:
     """Dictionary-encode only strings and binaries: numbers and sequence numbers rarely repeat, and
     encoding them costs write time and space."""
     return [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_binary(f.type)]
-
-
-def data_dir(fileio: FileIO, schema: TableSchema, partition: tuple[str | None, ...], bucket: int) -> str:
-    part = paths.partition_dir(schema.partition_keys, partition, schema.table_options.partition_default_name)
-    return fileio.join(paths.bucket_dir(part, bucket))
-
-
-def data_file_path(
-    fileio: FileIO, schema: TableSchema, partition: tuple[str | None, ...], bucket: int, file_name: str
-) -> str:
-    return f"{data_dir(fileio, schema, partition, bucket)}/{file_name}"
 
 
 def write_kv_files(
@@ -56,7 +45,7 @@ def write_kv_files(
     opts = schema.table_options
     target = target_size or opts.target_file_size
     rows = rows.select(schema.file_schema.names).cast(schema.file_schema)
-    directory = data_dir(fileio, schema, partition, bucket)
+    directory = PathFactory.for_table(fileio.root, schema).bucket_dir(partition, bucket)
     fileio.makedirs(directory)
     prefix = opts.changelog_file_prefix if changelog else opts.data_file_prefix
     compression = _PARQUET_COMPRESSION.get(opts.file_compression.lower(), opts.file_compression.lower())
@@ -65,7 +54,7 @@ def write_kv_files(
     start = 0
     n = rows.num_rows
     while start < n:
-        name = paths.new_file_name(prefix, 0, ".parquet")
+        name = PathFactory.new_data_file_name(prefix)
         path = f"{directory}/{name}"
         with afs.open_output_stream(path) as sink:
             writer = pq.ParquetWriter(

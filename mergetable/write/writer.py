@@ -16,11 +16,14 @@ from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from mergetable.merge import MergeFunction
 from mergetable.merge.base import drop_write_mask, with_write_mask
 from mergetable.metadata.models import CommitMessage, DataFileMeta
-from mergetable.write.files import data_file_path, write_kv_files
+from mergetable.write.files import write_kv_files
 from mergetable.write.input import RowKindArg, conform, row_kinds, split_by_bucket, to_arrow_table
 
 BucketId = tuple[tuple[str | None, ...], int]
 NextSequence = Callable[[tuple[str | None, ...], int], int]
+"""``next_sequence(partition, bucket)``: the first sequence number a writer gives rows of a bucket."""
+Discard = Callable[[Sequence[CommitMessage]], object]
+"""Deletes the files of messages that will not be committed (the commit tier's ``discard_uncommitted``)."""
 
 
 class TableWriter:
@@ -29,16 +32,24 @@ class TableWriter:
     Memory is bounded by ``write-buffer-size``: when the buffered Arrow data exceeds it, every bucket
     is flushed to level-0 files. ``prepare_commit`` flushes the rest and returns one
     :class:`CommitMessage` per touched bucket. Nothing is visible until those messages are committed.
+    ``next_sequence`` seeds each bucket's sequence numbers and ``discard`` deletes the files of
+    :meth:`abort`; both come from the commit tier (see :meth:`mergetable.Table.new_writer`).
     """
 
     def __init__(
-        self, fileio: FileIO, schema: TableSchema, merge_function: MergeFunction, next_sequence: NextSequence
+        self,
+        fileio: FileIO,
+        schema: TableSchema,
+        merge_function: MergeFunction,
+        next_sequence: NextSequence,
+        discard: Discard,
     ) -> None:
         self.fileio = fileio
         self.schema = schema
         self.options = schema.table_options
         self.merge_function = merge_function
         self._next_sequence = next_sequence
+        self._discard = discard
         self._next_seq: dict[BucketId, int] = {}
         self._buffer: dict[BucketId, list[pa.Table]] = {}
         self._buffer_bytes = 0
@@ -135,6 +146,10 @@ class TableWriter:
     def prepare_commit(self) -> list[CommitMessage]:
         """Flush and return the files written so far (one message per touched bucket); resets the writer."""
         self.flush()
+        return self._take_messages()
+
+    def _take_messages(self) -> list[CommitMessage]:
+        """The files written so far, one message per touched bucket; the writer forgets them."""
         total = self.options.bucket
         messages = []
         for bucket_id in sorted(set(self._new_files) | set(self._changelog_files), key=_bucket_sort_key):
@@ -156,15 +171,7 @@ class TableWriter:
         """Delete every file written and not yet handed out by :meth:`prepare_commit`."""
         self._buffer.clear()
         self._buffer_bytes = 0
-        paths = [
-            data_file_path(self.fileio, self.schema, partition, bucket, f.file_name)
-            for files in (self._new_files, self._changelog_files)
-            for (partition, bucket), metas in files.items()
-            for f in metas
-        ]
-        self.fileio.delete_quietly(paths)
-        self._new_files.clear()
-        self._changelog_files.clear()
+        self._discard(self._take_messages())
 
 
 def _bucket_sort_key(bucket_id: BucketId) -> tuple[tuple[str, ...], int]:

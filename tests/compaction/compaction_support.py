@@ -9,6 +9,7 @@ from typing import Any
 import pyarrow as pa
 
 import mergetable as mt
+from mergetable.commit.manifests import ManifestIO
 from mergetable.read.scan import Planner, Split, interval_partition
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64()), ("s", pa.string())])
@@ -60,7 +61,7 @@ def top_level_state(t: mt.Table, snapshot_id: int) -> dict[int, Row]:
 def upper_levels_state(t: mt.Table, snapshot_id: int) -> dict[int, Row]:
     """The merged content of levels above 0 (what lookup changelog has covered so far)."""
     reader = t.split_reader()
-    planner = Planner(t.manifests, t.table_schema)
+    planner = Planner(ManifestIO(t.fileio), t.table_schema)
     out: dict[int, Row] = {}
     by_bucket: dict[tuple[tuple[str | None, ...], int], list[Any]] = {}
     for partition, bucket, f in t.files(snapshot_id):

@@ -12,7 +12,6 @@ from compaction_support import batch, create
 import mergetable as mt
 from mergetable.compaction.changelog import diff_changelog
 from mergetable.metadata.models import CommitKind
-from mergetable.write.files import data_file_path
 
 
 def write(t: mt.Table, *rows: tuple[str, int, int | None, str | None]) -> None:
@@ -155,9 +154,9 @@ def test_changelog_files_sit_next_to_the_data_files(table_uri: str) -> None:
     write(t, ("+I", 1, 10, "a"))
     snap = t.latest_snapshot()
     assert snap is not None and snap.commit_kind is CommitKind.COMPACT and snap.changelog_record_count == 1
-    [entry] = t.manifests.changelog_entries(snap)
+    [entry] = t.changelog_entries(snap)
     assert entry.file.file_name.startswith("changelog-")
-    path = data_file_path(t.fileio, t.table_schema, (), 0, entry.file.file_name)
+    path = t.path_factory.data_file((), 0, entry.file.file_name)
     assert path.startswith(t.fileio.join("bucket-0")) and pq.read_table(path).num_rows == 1
 
 

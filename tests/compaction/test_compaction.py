@@ -14,7 +14,6 @@ from compaction_support import SCHEMA, batch, state
 import mergetable as mt
 from mergetable.compaction.job import CompactionJob, run_plan
 from mergetable.metadata.models import CommitKind, CommitMessage, FileKind, FileSource
-from mergetable.write.files import data_file_path
 
 
 def make(uri: str, **options: str) -> mt.Table:
@@ -42,7 +41,7 @@ def test_full_compaction_upgrades_large_files_and_rewrites_overlaps(table_uri: s
     snap = t.compact(full=True)
     assert snap is not None and snap.commit_kind is CommitKind.COMPACT
     assert names(t) == dict.fromkeys(level0, 5)  # same files, moved to the top level
-    delta = t.manifests.delta_entries(snap)
+    delta = t.delta_entries(snap)
     assert sorted((e.kind, e.file.level) for e in delta) == [(FileKind.ADD, 5)] * 3 + [(FileKind.DELETE, 0)] * 3
     assert t.compact(full=True) is None  # one top-level run: nothing to do
 
@@ -126,7 +125,7 @@ def test_sequence_numbers_are_kept_and_new_writes_still_win(table_uri: str) -> N
     seqs = {f.file_name: (f.min_sequence_number, f.max_sequence_number) for _, _, f in t.files()}
     t.compact(full=True)
     [(_, _, top)] = t.files()
-    path = data_file_path(t.fileio, t.table_schema, (), 0, top.file_name)
+    path = t.path_factory.data_file((), 0, top.file_name)
     kv = pq.read_table(path).to_pydict()
     assert dict(zip(kv["k"], kv["_SEQUENCE_NUMBER"], strict=True)) == {1: 0, 2: 2, 3: 3}
     assert (top.min_sequence_number, top.max_sequence_number) == (0, max(hi for _, hi in seqs.values()))
@@ -164,7 +163,7 @@ def test_a_compaction_that_loses_a_race_compacts_again_on_the_new_snapshot(table
     assert kinds[-2:] == [CommitKind.COMPACT, CommitKind.COMPACT] or kinds[-1] is CommitKind.COMPACT
     referenced = {f.file_name for _, _, f in t.files()}
     # nothing the losing attempt wrote is left behind, other than what older snapshots still use
-    assert all(t.fileio.exists(data_file_path(t.fileio, t.table_schema, (), 0, n)) for n in referenced)
+    assert all(t.fileio.exists(t.path_factory.data_file((), 0, n)) for n in referenced)
 
 
 def test_a_compaction_that_keeps_losing_fails_without_visible_change(table_uri: str) -> None:
@@ -177,7 +176,7 @@ def test_a_compaction_that_keeps_losing_fails_without_visible_change(table_uri: 
         job.run(max_attempts=2, full=True)
     # the only compactions committed are the competitor's two, and only files some snapshot added are left
     assert [s.commit_kind for s in t.snapshots()].count(CommitKind.COMPACT) == 2
-    added = {e.file.file_name for snap in t.snapshots() for e in t.manifests.delta_entries(snap)}
+    added = {e.file.file_name for snap in t.snapshots() for e in t.delta_entries(snap)}
     assert bucket_files_on_disk(t) <= on_disk | added
 
 

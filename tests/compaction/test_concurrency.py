@@ -119,9 +119,7 @@ def test_writer_and_two_compactors(tmp_path: Path, producer: str) -> None:
         assert view == state(t)
     # losing compactions removed what they wrote: every data file on disk belongs to some snapshot
     referenced = {
-        e.file.file_name
-        for snap in t.snapshots()
-        for e in (*t.manifests.delta_entries(snap), *t.manifests.changelog_entries(snap))
+        e.file.file_name for snap in t.snapshots() for e in (*t.delta_entries(snap), *t.changelog_entries(snap))
     }
     on_disk = {p.name for p in (tmp_path / "t").glob("bucket-*/*.parquet")}
     assert on_disk <= referenced

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import mergetable as mt
 from mergetable.commit.maintenance import used_files
 from mergetable.commit.rollback import RollbackConflictError, iso_duration, retained_ms
+from mergetable.commit.snapshots import SnapshotManager
 from mergetable.core.errors import MergeTableError, SnapshotNotFoundError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("v", pa.float64())])
@@ -33,6 +34,10 @@ def _rows(t: mt.Table, **travel: object) -> list[tuple[object, ...]]:
 
 def _files_on_disk(uri: str) -> set[str]:
     return {str(p) for p in Path(uri).rglob("*") if p.is_file()}
+
+
+def _earliest(t: mt.Table) -> int | None:
+    return SnapshotManager(t.fileio).earliest_id()
 
 
 def _every_reference_exists(t: mt.Table) -> None:
@@ -57,7 +62,7 @@ def test_rollback_to_snapshot_removes_later_snapshots_tags_and_files(table_uri: 
     assert result.removed_snapshots == [6, 5, 4]
     assert result.removed_tags == ["late"]
     assert [s.id for s in t.snapshots()] == [1, 2, 3]
-    assert t.snapshot_manager.latest_id() == 3
+    assert t.latest_snapshot_id() == 3
     assert list(t.tags()) == ["early"]
     assert _rows(mt.open_table(table_uri)) == states[3]
     assert _rows(t, tag="early") == states[1]
@@ -65,7 +70,7 @@ def test_rollback_to_snapshot_removes_later_snapshots_tags_and_files(table_uri: 
     assert result.deleted_files and not any(os.path.exists(p) for p in result.deleted_files)
     assert t.remove_orphan_files(older_than_ms=2**62) == []  # nothing unreferenced is left behind
     _write(t, 7)  # commits continue after the rolled-back snapshot, with the hints fixed
-    assert t.snapshot_manager.latest_id() == 4
+    assert t.latest_snapshot_id() == 4
     assert t.changelog(3, 4).num_rows == 2
 
 
@@ -76,10 +81,10 @@ def test_rollback_to_tag_whose_snapshot_expired(table_uri: str) -> None:
     t.create_tag("keep", snapshot_id=2)
     tagged = _rows(t, tag="keep")
     t.expire_snapshots()
-    assert t.snapshot_manager.earliest_id() == 4
+    assert _earliest(t) == 4
     t.rollback_to(tag="keep")
     assert [s.id for s in t.snapshots()] == [2]
-    assert t.snapshot_manager.earliest_id() == t.snapshot_manager.latest_id() == 2
+    assert _earliest(t) == t.latest_snapshot_id() == 2
     assert _rows(t) == tagged and _rows(t, snapshot_id=2) == tagged
     assert list(t.tags()) == ["keep"]
     _every_reference_exists(t)
@@ -92,7 +97,7 @@ def test_rollback_by_id_to_an_expired_snapshot_held_by_a_tag(table_uri: str) -> 
     t.create_tag("one", snapshot_id=1)
     tagged = _rows(t, tag="one")
     t.expire_snapshots()
-    assert t.snapshot_manager.earliest_id() == 3
+    assert _earliest(t) == 3
     t.rollback_to(snapshot_id=1)  # Paimon falls back to a tag on the expired snapshot
     assert [s.id for s in t.snapshots()] == [1] and _rows(t) == tagged
 
@@ -180,7 +185,7 @@ def test_rollback_matches_a_dict_oracle(tmp_path_factory: pytest.TempPathFactory
         else:
             t.write(pa.table({"id": [key], "dt": ["a" if n % 2 else "b"], "v": [float(n)]}, schema=SCHEMA))
             oracle[(key, "a" if n % 2 else "b")] = float(n)
-        latest = t.snapshot_manager.latest_id()
+        latest = t.latest_snapshot_id()
         if latest is not None:
             states[latest] = dict(oracle)
     target = sorted(states)[pick % len(states)]

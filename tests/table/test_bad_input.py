@@ -8,7 +8,6 @@ import pyarrow as pa
 import pytest
 
 import mergetable as mt
-from mergetable.core import paths
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.float64())])
 
@@ -71,7 +70,7 @@ def test_table_exists(table: mt.Table) -> None:
 
 
 def test_corrupt_snapshot_json(table: mt.Table) -> None:
-    path = table.fileio.join(paths.snapshot_path(1))
+    path = table.path_factory.snapshot_file(1)
     table.fileio.write_bytes(path, b'{"id": 1, "schemaId": ')
     with pytest.raises(mt.CorruptMetadataError) as info:
         table.read()
@@ -81,7 +80,7 @@ def test_corrupt_snapshot_json(table: mt.Table) -> None:
 def test_corrupt_manifest(table: mt.Table) -> None:
     snap = table.latest_snapshot()
     assert snap is not None
-    path = table.fileio.join(paths.manifest_path(snap.delta_manifest_list))
+    path = table.path_factory.manifest_file(snap.delta_manifest_list)
     fresh = mt.open_table(table.uri)
     table.fileio.write_bytes(path, b"[not json")
     from mergetable.commit import manifests

@@ -1,0 +1,62 @@
+"""What an overwrite replaces: :class:`Overwrite` and the one parser of the ``overwrite`` argument."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mergetable.core.errors import SchemaError
+from mergetable.core.schema import TableSchema
+from mergetable.metadata.models import CommitMessage
+
+Partition = tuple[str | None, ...]
+
+
+@dataclass(frozen=True)
+class Overwrite:
+    """Replace live files with the committed ones: of ``partitions``, of the partitions matching ``spec``
+    (pairs of partition-key index and string value), or of the whole table when both are None."""
+
+    partitions: frozenset[Partition] | None = None
+    spec: tuple[tuple[int, str | None], ...] | None = None
+
+    def covers(self, partition: Partition) -> bool:
+        if self.partitions is not None:
+            return partition in self.partitions
+        if self.spec is not None:
+            return all(partition[i] == v for i, v in self.spec)
+        return True
+
+
+def overwrite_spec(
+    schema: TableSchema, messages: Sequence[CommitMessage], overwrite: bool | dict[str, Any]
+) -> Overwrite | None:
+    """The :class:`Overwrite` a commit of ``messages`` with ``overwrite`` makes (None: an append).
+
+    Args:
+        schema: The table schema (partition keys, ``dynamic-partition-overwrite``).
+        messages: The commit's messages; with a partition spec, all their data must lie inside it.
+        overwrite: False (append), True (the whole table, or with ``dynamic-partition-overwrite`` on a
+            partitioned table only the partitions the messages write), or a partition spec such as
+            ``{"dt": "2024-01-01"}``.
+
+    Raises:
+        SchemaError: The spec names a non-partition column, or a message writes outside the spec.
+    """
+    if overwrite is False:
+        return None
+    keys = schema.partition_keys
+    if isinstance(overwrite, dict):
+        unknown = [k for k in overwrite if k not in keys]
+        if unknown:
+            raise SchemaError(f"overwrite partition spec names non-partition columns {unknown}")
+        spec = {k: None if v is None else str(v) for k, v in overwrite.items()}
+        idx = {k: keys.index(k) for k in spec}
+        for m in messages:
+            if any(m.partition[idx[k]] != v for k, v in spec.items()):
+                raise SchemaError(f"data of partition {list(m.partition)} is outside the overwrite spec {spec}")
+        return Overwrite(spec=tuple((idx[k], v) for k, v in spec.items()))
+    if keys and schema.table_options.dynamic_partition_overwrite:
+        return Overwrite(partitions=frozenset(m.partition for m in messages))
+    return Overwrite()

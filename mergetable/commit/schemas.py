@@ -1,0 +1,46 @@
+"""Schema files: creating a table's first schema, finding its newest one."""
+
+from __future__ import annotations
+
+from mergetable.core.errors import CorruptMetadataError, MergeTableError
+from mergetable.core.fileio import FileIO
+from mergetable.core.paths import PathFactory
+from mergetable.core.schema import TableSchema
+
+
+class SchemaManager:
+    """The ``schema/schema-<id>`` files of one table."""
+
+    def __init__(self, fileio: FileIO) -> None:
+        self.fileio = fileio
+        self.paths = PathFactory(fileio.root)
+
+    def ids(self) -> list[int]:
+        """Ids of the stored schemas, ascending (empty: there is no table)."""
+        ids = (self.paths.schema_id(n) for n in self.fileio.list_names(self.paths.schema_dir))
+        return sorted(i for i in ids if i is not None)
+
+    def exists(self) -> bool:
+        """Whether any schema file exists, i.e. a table was created here."""
+        return bool(self.fileio.list_names(self.paths.schema_dir))
+
+    def create(self, schema: TableSchema) -> bool:
+        """Store ``schema`` as schema 0 unless one exists (atomic). True if this call created the table."""
+        return self.fileio.write_if_absent(self.paths.schema_file(0), schema.to_json().encode())
+
+    def latest(self) -> TableSchema | None:
+        """The newest schema with its options validated (None: there is no table).
+
+        Raises:
+            CorruptMetadataError: The schema file cannot be parsed or holds invalid options.
+        """
+        ids = self.ids()
+        if not ids:
+            return None
+        path = self.paths.schema_file(ids[-1])
+        schema = TableSchema.from_json(self.fileio.read_bytes(path), path)
+        try:
+            schema.table_options  # noqa: B018 - validate stored options eagerly
+        except MergeTableError as exc:
+            raise CorruptMetadataError(path, f"invalid stored options: {exc}") from exc
+        return schema

@@ -1,0 +1,291 @@
+"""The committed state of a table: its schema, snapshots, tags and live files, and their upkeep.
+
+:class:`TableStore` is the metadata side of :class:`mergetable.Table` (which adds writing, reading and
+compaction): everything a caller may ask about what a table holds, plus tags, snapshot expiration and
+orphan cleaning, through documented members, so that no caller needs the managers behind them. The
+examples use ``t``, the table of the ``Table`` example.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import pyarrow as pa
+
+from mergetable.commit.maintenance import ExpireResult, expire_snapshots, remove_orphan_files
+from mergetable.commit.manifests import ManifestIO
+from mergetable.commit.rollback import RollbackResult, expire_tags, retained_ms, rollback_to
+from mergetable.commit.snapshots import SnapshotManager, TagManager
+from mergetable.core.errors import MergeTableError
+from mergetable.core.fileio import FileIO
+from mergetable.core.options import TableOptions
+from mergetable.core.paths import PathFactory
+from mergetable.core.schema import TableSchema
+from mergetable.merge import MergeFunction, create_merge_function
+from mergetable.metadata.models import DataFileMeta, ManifestEntry, Snapshot, Tag
+
+LiveFile = tuple[tuple[str | None, ...], int, DataFileMeta]
+"""(partition, bucket, file) of a live data file."""
+
+
+class TableStore:
+    """A table's committed state at ``fileio``, read with ``schema``.
+
+    Attributes:
+        fileio: The storage the table lives on.
+        table_schema: The persisted schema (columns, keys, options) this object reads and writes with.
+    """
+
+    def __init__(self, fileio: FileIO, schema: TableSchema) -> None:
+        self.fileio = fileio
+        self.table_schema = schema
+        self._snapshots = SnapshotManager(fileio)
+        self._tags = TagManager(fileio)
+        self._manifests = ManifestIO(fileio)
+        self._merge_function: MergeFunction | None = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.fileio, self.table_schema))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.uri!r}, primary_key={list(self.primary_key)})"
+
+    @property
+    def uri(self) -> str:
+        """The location the table was opened with.
+
+        Example:
+            >>> mt.open_table(t.uri).uri == t.uri
+            True
+        """
+        return self.fileio.uri
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The Arrow schema of the rows.
+
+        Example:
+            >>> t.schema.names
+            ['id', 'v']
+        """
+        return self.table_schema.arrow_schema
+
+    @property
+    def primary_key(self) -> tuple[str, ...]:
+        """The primary key columns.
+
+        Example:
+            >>> t.primary_key
+            ('id',)
+        """
+        return self.table_schema.primary_keys
+
+    @property
+    def partition_keys(self) -> tuple[str, ...]:
+        """The partition columns (empty when the table is not partitioned).
+
+        Example:
+            >>> t.partition_keys
+            ()
+        """
+        return self.table_schema.partition_keys
+
+    @property
+    def options(self) -> dict[str, str]:
+        """The table options as stored (by Paimon name, defaults included); :attr:`table_options` types them.
+
+        Example:
+            >>> t.options["merge-engine"], t.options["bucket"]
+            ('deduplicate', '1')
+        """
+        return dict(self.table_schema.options)
+
+    @property
+    def table_options(self) -> TableOptions:
+        """The typed options, with their defaults.
+
+        Example:
+            >>> t.table_options.bucket, t.table_options.merge_engine.value
+            (1, 'deduplicate')
+        """
+        return self.table_schema.table_options
+
+    @property
+    def merge_function(self) -> MergeFunction:
+        """The merge engine that combines the rows of one key (``merge-engine``).
+
+        Example:
+            >>> type(t.merge_function).__name__
+            'Deduplicate'
+        """
+        if self._merge_function is None:
+            self._merge_function = create_merge_function(self.table_schema)
+        return self._merge_function
+
+    @property
+    def path_factory(self) -> PathFactory:
+        """Where each file of the table lives.
+
+        Example:
+            >>> t.path_factory.data_file((), 0, "data-1.parquet") == t.fileio.join("bucket-0", "data-1.parquet")
+            True
+        """
+        return PathFactory.for_table(self.fileio.root, self.table_schema)
+
+    def snapshots(self) -> list[Snapshot]:
+        """Every kept snapshot, oldest first.
+
+        Example:
+            >>> [(s.id, s.commit_kind.name) for s in t.snapshots()]
+            [(1, 'APPEND'), (2, 'APPEND')]
+        """
+        return self._snapshots.snapshots()
+
+    def latest_snapshot(self) -> Snapshot | None:
+        """The newest snapshot (None for a table never written).
+
+        Example:
+            >>> t.latest_snapshot().id
+            2
+        """
+        return self._snapshots.latest()
+
+    def latest_snapshot_id(self) -> int | None:
+        """The id of the newest snapshot, without loading it (None for a table never written).
+
+        Example:
+            >>> t.latest_snapshot_id()
+            2
+        """
+        return self._snapshots.latest_id()
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        """Snapshot ``snapshot_id`` (:class:`SnapshotNotFoundError` if expired or never made).
+
+        Example:
+            >>> t.snapshot(1).total_record_count
+            2
+        """
+        return self._snapshots.load(snapshot_id)
+
+    def find_commit(self, commit_user: str, identifier: int, after_snapshot_id: int | None = None) -> Snapshot | None:
+        """The snapshot newer than ``after_snapshot_id`` that ``commit_user`` made with ``identifier``, if any.
+
+        Engines with retried commits use it for exactly-once: commit again only when this is None.
+
+        Example:
+            >>> w = t.new_writer(); w.write(pa.table({"id": [4], "v": ["d"]}))
+            >>> t.commit(w.prepare_commit(), commit_user="job-1", identifier=7) == t.find_commit("job-1", 7)
+            True
+        """
+        return self._snapshots.find_committed(commit_user, identifier, after_snapshot_id)
+
+    def create_tag(
+        self,
+        name: str,
+        snapshot_id: int | None = None,
+        time_retained_ms: int | None = None,
+        time_retained: datetime.timedelta | int | None = None,
+    ) -> Tag:
+        """Name a snapshot (default: the latest) so that it is kept and can be read by name.
+
+        ``time_retained`` (a ``timedelta`` or milliseconds; ``time_retained_ms`` is the same in ms): snapshot
+        expiration deletes the tag once its creation time plus this retention has passed, as in Paimon.
+
+        Example:
+            >>> t.create_tag("v1", snapshot_id=1).id
+            1
+            >>> t.read(tag="v1").to_pydict()
+            {'id': [1, 2], 'v': ['a', 'b']}
+        """
+        snap = self.latest_snapshot() if snapshot_id is None else self.snapshot(int(snapshot_id))
+        if snap is None:
+            raise MergeTableError("cannot tag an empty table (no snapshot yet)")
+        retained = retained_ms(time_retained if time_retained is not None else time_retained_ms)
+        return self._tags.create(name, snap, retained)
+
+    def rollback_to(self, snapshot_id: int | None = None, tag: str | None = None) -> RollbackResult:
+        """Make a snapshot (or a tag's snapshot) the latest again: later snapshots, their changelog and the
+        tags after it are removed, then the files only they used (see ``docs/evolution.md``).
+
+        Raises:
+            SnapshotNotFoundError: The snapshot expired (and no tag holds it) or never existed; nothing changed.
+            RollbackConflictError: Commits landed on the snapshots being removed.
+
+        Example:
+            >>> w = mt.open_table(t.uri); _ = w.write(pa.table({"id": [8], "v": ["h"]}))
+            >>> r = w.rollback_to(snapshot_id=w.latest_snapshot_id() - 1); len(r.removed_snapshots)
+            1
+        """
+        return rollback_to(self.fileio, self.table_schema, snapshot_id, tag)
+
+    def delete_tag(self, name: str) -> None:
+        """Delete a tag (its snapshot's files go with the next expiration).
+
+        Example:
+            >>> _ = t.create_tag("v1"); t.delete_tag("v1"); t.tags()
+            {}
+        """
+        self._tags.delete(name)
+
+    def tags(self) -> dict[str, Tag]:
+        """Every tag by name.
+
+        Example:
+            >>> _ = t.create_tag("v1"); {name: tag.id for name, tag in t.tags().items()}
+            {'v1': 2}
+        """
+        return self._tags.list()
+
+    def files(self, snapshot_id: int | None = None) -> list[LiveFile]:
+        """(partition, bucket, file) of every live data file of a snapshot (default: the latest).
+
+        Example:
+            >>> sorted(f.row_count for _, _, f in t.files())
+            [1, 2]
+        """
+        snap = self.latest_snapshot() if snapshot_id is None else self.snapshot(int(snapshot_id))
+        return [(e.partition, e.bucket, e.file) for e in self._manifests.live_entries(snap)]
+
+    def delta_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        """The files ``snapshot`` added (``ADD``) and removed (``DELETE``).
+
+        Example:
+            >>> [(e.kind.name, e.file.row_count) for e in t.delta_entries(t.snapshot(2))]
+            [('ADD', 1)]
+        """
+        return self._manifests.delta_entries(snapshot)
+
+    def changelog_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        """The changelog files ``snapshot`` added (none unless ``changelog-producer`` makes them).
+
+        Example:
+            >>> t.changelog_entries(t.snapshot(2))
+            []
+        """
+        return self._manifests.changelog_entries(snapshot)
+
+    def expire_snapshots(self, now_ms: int | None = None) -> ExpireResult:
+        """Expire tags past their retention, then old snapshots per ``snapshot.*`` options, deleting files no
+        kept snapshot or tag uses.
+
+        Example:
+            >>> opts = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"}
+            >>> mt.Table(t.fileio, t.table_schema.with_options(opts)).expire_snapshots().expired_snapshots
+            [1]
+        """
+        tags, tag_files = expire_tags(self.fileio, self.table_schema, now_ms)
+        result = expire_snapshots(self.fileio, self.table_schema, now_ms)
+        result.expired_tags, result.deleted_files = tags, [*tag_files, *result.deleted_files]
+        return result
+
+    def remove_orphan_files(self, older_than_ms: int | None = None, dry_run: bool = False) -> list[str]:
+        """Delete files no snapshot or tag references, older than ``older_than_ms`` (default: 1 day ago).
+
+        Example:
+            >>> t.fileio.write_bytes(t.fileio.join("bucket-0", "stray.parquet"), b"")
+            >>> [p.rsplit("/", 1)[-1] for p in t.remove_orphan_files(older_than_ms=2**62)]
+            ['stray.parquet']
+        """
+        return remove_orphan_files(self.fileio, self.table_schema, older_than_ms, dry_run)
