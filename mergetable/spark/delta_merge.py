@@ -12,16 +12,25 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from mergetable.core.errors import MergeError, SchemaError
 from mergetable.spark.delta_rules import check_delete, check_update
+from mergetable.table import Table
 
-if TYPE_CHECKING:
-    from mergetable.spark.delta import MergeTable
+
+class MergeTarget(Protocol):
+    """What a merge needs of its target (a :class:`mergetable.spark.MergeTable`)."""
+
+    table: Table
+
+    def target_df(self) -> DataFrame: ...
+
+    def commit_changes(self, changes: DataFrame, operation: str) -> None: ...
+
 
 ROW_KIND = "_mergetable_row_kind"
 NULL_ASSIGNED = "_mergetable_null_assigned"
@@ -70,7 +79,7 @@ class _Clause:
 class MergeBuilder:
     """Delta's ``DeltaMergeBuilder``: add clauses, then :meth:`execute`."""
 
-    def __init__(self, table: MergeTable, source: DataFrame, condition: str | Column) -> None:
+    def __init__(self, table: MergeTarget, source: DataFrame, condition: str | Column) -> None:
         self._table = table
         self._source = source
         self._condition = as_column(condition)
@@ -200,4 +209,4 @@ class MergeBuilder:
         self._table.commit_changes(self.changes(), "merge")
 
 
-__all__ = ["NULL_ASSIGNED", "ROW_KIND", "MergeBuilder", "as_column", "assignments"]
+__all__ = ["NULL_ASSIGNED", "ROW_KIND", "MergeBuilder", "MergeTarget", "as_column", "assignments"]

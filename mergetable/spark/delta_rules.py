@@ -37,11 +37,13 @@ def check_delete(opts: TableOptions, operation: str) -> None:
         raise UnsupportedError(
             f"{operation}: a first-row table keeps the first row of each key; rows cannot be deleted"
         )
+    if engine is MergeEngine.VERSIONED:
+        raise UnsupportedError(f"{operation}: a versioned table ignores or rejects deletes; rows cannot be deleted")
     if engine is MergeEngine.PARTIAL_UPDATE and not opts.partial_update_remove_record_on_delete:
         raise OptionsError(
             _REMOVE_ON_DELETE[engine],
             f"{operation} on a partial-update table removes rows only with "
-            f"'{_REMOVE_ON_DELETE[engine]}' = 'true' (set it with set_options or at creation)",
+            f"'{_REMOVE_ON_DELETE[engine]}' = 'true' (a table option)",
         )
     if engine is MergeEngine.AGGREGATION and not opts.aggregation_remove_record_on_delete:
         raise OptionsError(
