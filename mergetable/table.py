@@ -7,8 +7,8 @@ Orchestration only: every method delegates to the write, commit, read and compac
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Unpack
 
 import pyarrow as pa
 
@@ -21,14 +21,17 @@ from mergetable.commit.store import TableStore
 from mergetable.compaction.job import CompactionJob, Executor, Progress
 from mergetable.core.errors import MergeTableError, SchemaError, TableExistsError, TableNotFoundError
 from mergetable.core.fileio import FileIO
+from mergetable.core.filters import bind_filters
 from mergetable.core.options import DEFAULT_SPLIT_SIZE
-from mergetable.core.predicates import Filters, normalize_filters
+from mergetable.core.predicates import Filters
+from mergetable.core.read_options import ReadArgs, ReadRequest, Timestamp, TimeTravel
 from mergetable.core.schema import TableSchema
 from mergetable.merge import validate_merge_options
 from mergetable.metadata.models import CommitMessage, Snapshot
-from mergetable.read.incremental import SnapshotRef, delta_splits, read_changelog, resolve_range, snapshots_between
+from mergetable.read.incremental import SnapshotRef, read_changelog, resolve_range, snapshots_between
 from mergetable.read.reader import SplitReader
-from mergetable.read.scan import Planner, Split
+from mergetable.read.request import plan_request, resolve_travel
+from mergetable.read.scan import Split
 from mergetable.read.system_tables import system_table
 from mergetable.write.input import RowKindArg, to_arrow_table
 from mergetable.write.writer import TableWriter
@@ -241,24 +244,23 @@ class Table(TableStore):
 
     # -- snapshots, time travel, tags ---------------------------------------------------------------
     def resolve_snapshot(
-        self, snapshot_id: int | None = None, timestamp_ms: int | None = None, tag: str | None = None
+        self,
+        snapshot_id: int | None = None,
+        timestamp_ms: Timestamp | None = None,
+        tag: str | None = None,
+        version: int | str | None = None,
     ) -> Snapshot | None:
-        """The snapshot a read should use: by id, the newest at or before a time, a tag, or the latest.
+        """The snapshot a read should use: by id, the newest at or before a time, a tag, a version, or the latest.
+
+        ``timestamp_ms`` takes epoch milliseconds, a ``datetime`` or an ISO-8601 string (no zone: local time);
+        ``version`` is a tag name, else a snapshot id. Give at most one.
 
         Example:
             >>> t.resolve_snapshot(timestamp_ms=t.snapshot(1).time_millis).id
             1
         """
-        given = [x for x in (snapshot_id, timestamp_ms, tag) if x is not None]
-        if len(given) > 1:
-            raise MergeTableError("give at most one of snapshot_id, timestamp_ms and tag")
-        if snapshot_id is not None:
-            return self._snapshots.load(int(snapshot_id))
-        if timestamp_ms is not None:
-            return self._snapshots.at_or_before(int(timestamp_ms))
-        if tag is not None:
-            return self._tags.get(tag).to_snapshot()
-        return self._snapshots.latest()
+        travel = TimeTravel.of(snapshot_id, timestamp_ms, tag, version)
+        return resolve_travel(self._snapshots, self._tags, travel)
 
     def restore(
         self, snapshot_id: int | None = None, timestamp_ms: int | None = None, tag: str | None = None
@@ -292,11 +294,8 @@ class Table(TableStore):
     def plan(
         self,
         filter: Filters | None = None,
-        snapshot_id: int | None = None,
-        timestamp_ms: int | None = None,
-        tag: str | None = None,
         target_split_size: int = DEFAULT_SPLIT_SIZE,
-        incremental_between: tuple[SnapshotRef, SnapshotRef] | None = None,
+        **args: Unpack[ReadArgs],
     ) -> list[Split]:
         """The splits a read of these arguments (see :meth:`read`) covers, for :meth:`split_reader`.
 
@@ -304,14 +303,12 @@ class Table(TableStore):
             >>> [(s.partition, s.bucket) for s in t.plan()]
             [((), 0)]
         """
-        dnf = normalize_filters(filter, self.schema)
-        if incremental_between is not None:
-            if any(x is not None for x in (snapshot_id, timestamp_ms, tag)):
-                raise MergeTableError("incremental_between cannot be combined with snapshot_id, timestamp_ms or tag")
-            start, end = resolve_range(self._snapshots, self._tags, incremental_between)
-            return delta_splits(self._manifests, snapshots_between(self._snapshots, start, end), self.table_schema, dnf)
-        snap = self.resolve_snapshot(snapshot_id, timestamp_ms, tag)
-        return Planner(self._manifests, self.table_schema).plan(snap, dnf, target_split_size)
+        args.setdefault("split_size", target_split_size)
+        return self._plan(ReadRequest.of(filter=filter, **args))
+
+    def _plan(self, request: ReadRequest) -> list[Split]:
+        dnf = bind_filters(request.filter, self.schema)
+        return plan_request(self._manifests, self._snapshots, self._tags, self.table_schema, request, dnf)
 
     def split_reader(self, columns: Sequence[str] | None = None, filter: Filters | None = None) -> SplitReader:
         """Reads splits of :meth:`plan` (anywhere: it pickles) into merged rows.
@@ -324,37 +321,22 @@ class Table(TableStore):
             for c in columns:
                 if c not in self.table_schema.column_names:
                     raise SchemaError("column not found in table schema", c)
-        dnf = normalize_filters(filter, self.schema)
+        dnf = bind_filters(filter, self.schema)
         return SplitReader(self.fileio, self.table_schema, self.merge_function, columns, dnf)
 
-    def _tables(
-        self,
-        columns: Sequence[str] | None,
-        filter: Filters | None,
-        snapshot_id: int | None,
-        timestamp_ms: int | None,
-        tag: str | None,
-        incremental_between: tuple[SnapshotRef, SnapshotRef] | None = None,
-    ) -> tuple[pa.Schema, Iterator[pa.Table]]:
-        reader = self.split_reader(columns, filter)
-        splits = self.plan(filter, snapshot_id, timestamp_ms, tag, incremental_between=incremental_between)
-        return reader.out_schema, reader.read_splits(splits)
-
     def read(
-        self,
-        columns: Sequence[str] | None = None,
-        filter: Filters | None = None,
-        snapshot_id: int | None = None,
-        timestamp_ms: int | None = None,
-        tag: str | None = None,
-        incremental_between: tuple[SnapshotRef, SnapshotRef] | None = None,
+        self, columns: Sequence[str] | None = None, filter: Filters | None = None, **args: Unpack[ReadArgs]
     ) -> pa.Table:
         """The merged rows of a snapshot (latest by default) as one Arrow table.
 
         Args:
             columns: The columns to return (default: all).
             filter: pyarrow DNF (``[("id", ">", 1)]``), applied exactly, with partition, bucket and key pruning.
-            snapshot_id, timestamp_ms, tag: Time travel (at most one).
+                Literals are coerced to the column types, nulls follow SQL and NaN Spark's order
+                (see ``docs/reading.md``); a literal that does not fit raises :class:`FilterError`.
+            snapshot_id, timestamp_ms, tag, version: Time travel (at most one). ``timestamp_ms`` takes epoch
+                milliseconds, a ``datetime`` or an ISO-8601 string (no zone: local time); ``version`` is a
+                tag name, else a snapshot id.
             incremental_between: ``(start, end)`` snapshot ids or tag names, start exclusive: per key, the
                 merge of what the data commits in that range wrote (Paimon's ``delta`` incremental read);
                 see :meth:`changelog` for the changes with their row kinds.
@@ -367,18 +349,10 @@ class Table(TableStore):
             >>> t.read(incremental_between=(1, 2)).to_pydict()
             {'id': [2], 'v': ['B']}
         """
-        schema, tables = self._tables(columns, filter, snapshot_id, timestamp_ms, tag, incremental_between)
-        parts = list(tables)
-        return pa.concat_tables(parts) if parts else schema.empty_table()
+        return self.scan(columns, filter, **args).read_all()
 
     def scan(
-        self,
-        columns: Sequence[str] | None = None,
-        filter: Filters | None = None,
-        snapshot_id: int | None = None,
-        timestamp_ms: int | None = None,
-        tag: str | None = None,
-        incremental_between: tuple[SnapshotRef, SnapshotRef] | None = None,
+        self, columns: Sequence[str] | None = None, filter: Filters | None = None, **args: Unpack[ReadArgs]
     ) -> pa.RecordBatchReader:
         """Like :meth:`read`, streamed: memory is bounded by one section of one bucket at a time.
 
@@ -386,8 +360,10 @@ class Table(TableStore):
             >>> t.scan(["id"]).read_all().num_rows
             2
         """
-        schema, tables = self._tables(columns, filter, snapshot_id, timestamp_ms, tag, incremental_between)
-        return pa.RecordBatchReader.from_batches(schema, (b for t in tables for b in t.to_batches()))
+        request = ReadRequest.of(columns, filter, **args)
+        reader = self.split_reader(request.columns, request.filter)
+        tables = reader.read_splits(self._plan(request))
+        return pa.RecordBatchReader.from_batches(reader.out_schema, (b for t in tables for b in t.to_batches()))
 
     def changelog(
         self,

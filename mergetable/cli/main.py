@@ -12,8 +12,6 @@ to fsspec, e.g. ``endpoint_url=http://…``). Errors print one line on stderr an
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -24,35 +22,13 @@ import pyarrow as pa
 from mergetable.cli.output import Output, timestamp
 from mergetable.compaction.job import Progress
 from mergetable.core.errors import MergeTableError
+from mergetable.core.read_options import parse_filter_text
+from mergetable.core.storage import key_values, storage_pairs
 from mergetable.metadata.models import FileKind
 from mergetable.table import Table, open_table
 
-_FILTER = re.compile(r"^\s*([^\s=!<>]+)\s*(==|=|!=|<=|>=|<|>)\s*(.*?)\s*$")
-
 
 # -- argument parsing ------------------------------------------------------------------------------------
-def _key_values(items: Sequence[str], what: str) -> dict[str, str]:
-    out = {}
-    for item in items:
-        for part in item.split(","):
-            key, sep, value = part.partition("=")
-            if not sep or not key.strip():
-                raise MergeTableError(f"{what} '{part}' is not of the form key=value")
-            out[key.strip()] = value.strip()
-    return out
-
-
-def _storage_value(value: str) -> Any:
-    if value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    if value.startswith("{"):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mergetable", description="Compact and inspect mergetable tables.")
     parser.add_argument("--json", action="store_true", help="print results as JSON")
@@ -88,6 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
     _read_options(p)
     p.add_argument("--snapshot", type=int, default=None, help="time travel to a snapshot id")
     p.add_argument("--tag", default=None, help="time travel to a tag")
+    p.add_argument(
+        "--timestamp", default=None, help="time travel to epoch millis or an ISO-8601 time (local if no zone)"
+    )
+    p.add_argument("--version", default=None, help="time travel to a tag name, else a snapshot id")
     p.set_defaults(run=_read)
 
     p = sub.add_parser("changelog", parents=[common], help="print the changes of snapshots (START, END]")
@@ -124,22 +104,8 @@ def _read_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--filter", action="append", default=[], metavar="EXPR", help="e.g. 'id>=5' (repeatable, AND)")
 
 
-def _filters(table: Table, exprs: Sequence[str]) -> list[tuple[str, str, Any]] | None:
-    out = []
-    for expr in exprs:
-        m = _FILTER.match(expr)
-        if not m:
-            raise MergeTableError(f"filter '{expr}' is not of the form <column><op><value> (ops: = != < <= > >=)")
-        column, op, text = m.groups()
-        field = table.schema.field(column) if column in table.schema.names else None
-        if field is None:
-            raise MergeTableError(f"filter column '{column}' is not in the table")
-        try:
-            value = pa.scalar(text.strip("'\"")).cast(field.type).as_py()
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            raise MergeTableError(f"filter value '{text}' is not a {field.type}: {exc}") from None
-        out.append((column, op, value))
-    return out or None
+def _filters(exprs: Sequence[str]) -> list[tuple[str, str, Any]] | None:
+    return [parse_filter_text(e) for e in exprs] or None
 
 
 def _columns(text: str | None) -> list[str] | None:
@@ -150,7 +116,7 @@ def _columns(text: str | None) -> list[str] | None:
 def _compact(table: Table, args: argparse.Namespace, out: Output) -> None:
     from tqdm import tqdm
 
-    partitions = [_key_values([spec], "partition") for spec in args.partition] or None
+    partitions = [key_values([spec], "partition") for spec in args.partition] or None
     show = args.progress if args.progress is not None else (sys.stderr.isatty() and not out.as_json)
     bars: list[Any] = []
 
@@ -268,15 +234,17 @@ def _limited(data: pa.Table, limit: int) -> pa.Table:
 def _read(table: Table, args: argparse.Namespace, out: Output) -> None:
     data = table.read(
         columns=_columns(args.columns),
-        filter=_filters(table, args.filter),
+        filter=_filters(args.filter),
         snapshot_id=args.snapshot,
         tag=args.tag,
+        timestamp_ms=args.timestamp,
+        version=args.version,
     )
     out.arrow(_limited(data, args.limit))
 
 
 def _changelog(table: Table, args: argparse.Namespace, out: Output) -> None:
-    data = table.changelog(args.start, args.end, columns=_columns(args.columns), filter=_filters(table, args.filter))
+    data = table.changelog(args.start, args.end, columns=_columns(args.columns), filter=_filters(args.filter))
     out.arrow(_limited(data, args.limit))
 
 
@@ -322,8 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Output(args.json)
     run: Callable[[Table, argparse.Namespace, Output], None] = args.run
     try:
-        storage = {k: _storage_value(v) for k, v in _key_values(args.storage_option, "storage option").items()}
-        run(open_table(args.uri, storage or None), args, out)
+        run(open_table(args.uri, storage_pairs(args.storage_option)), args, out)
     except MergeTableError as exc:
         print(f"mergetable: error: {exc}", file=sys.stderr)
         return 1

@@ -23,6 +23,13 @@ class SchemaError(MergeTableError, ValueError):
         super().__init__(message if column is None else f"column '{column}': {message}")
 
 
+class FilterError(SchemaError):
+    """A filter literal cannot be coerced to its column's type (or a filter is malformed)."""
+
+    def __init__(self, column: str, message: str) -> None:
+        super().__init__(message, column)
+
+
 class MergeError(MergeTableError):
     """A merge engine cannot merge the records it was given (e.g. a delete the engine does not accept)."""
 
@@ -72,6 +79,7 @@ __all__ = [
     "CommitStateUnknownError",
     "CorruptMetadataError",
     "DataFileError",
+    "FilterError",
     "MergeError",
     "MergeTableError",
     "OptionsError",

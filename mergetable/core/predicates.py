@@ -2,7 +2,8 @@
 
 A filter is a list of ``(column, op, value)`` tuples (AND) or a list of such lists (OR of ANDs), with ops
 ``= == != < <= > >= in not in``, exactly as ``pyarrow.parquet.read_table(filters=...)``.
-Pruning only ever skips data that cannot match; the exact filter is applied to merged rows.
+Pruning only ever skips data that cannot match; the exact filter is applied to merged rows. Literals are bound
+to the column types (and the filter given its SQL semantics) by :mod:`mergetable.core.filters`.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from mergetable.core.errors import SchemaError
 from mergetable.core.hashing import bucket_of
@@ -48,11 +47,6 @@ def normalize_filters(filters: Filters | None, schema: pa.Schema) -> list[Conjun
             if op not in _OPS:
                 raise SchemaError(f"unknown filter operator '{op}' (expected one of {sorted(_OPS)})", col)
     return dnf
-
-
-def to_expression(dnf: list[Conjunct]) -> pc.Expression:
-    """The exact filter as a pyarrow compute expression."""
-    return pq.filters_to_expression(dnf)
 
 
 def columns_of(dnf: list[Conjunct] | None) -> list[str]:
@@ -145,6 +139,8 @@ def may_match(dnf: list[Conjunct] | None, ranges: RangeLookup, types: pa.Schema)
             if r is None:
                 continue
             t = types.field(col).type
+            if pa.types.is_floating(t):  # NaN is above every value and absent from statistics
+                continue
             try:
                 c_lit = [comparable(x, t) for x in lit] if op in ("in", "not in") else comparable(lit, t)
             except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, decimal.InvalidOperation):

@@ -20,8 +20,9 @@ import pyarrow.parquet as pq
 
 from mergetable.core.errors import DataFileError
 from mergetable.core.fileio import FileIO
+from mergetable.core.filters import to_expression
 from mergetable.core.paths import PathFactory
-from mergetable.core.predicates import Conjunct, restrict, to_expression
+from mergetable.core.predicates import Conjunct, restrict
 from mergetable.core.rowkind import is_retract
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from mergetable.merge import MergeFunction
@@ -47,7 +48,7 @@ class SplitReader:
         self.paths = PathFactory.for_table(fileio.root, schema)
         self.columns = list(columns) if columns is not None else list(schema.column_names)
         self.dnf = dnf
-        self.filter_expr = to_expression(dnf) if dnf is not None else None
+        self.filter_expr = to_expression(dnf, schema.arrow_schema) if dnf is not None else None
         keys = list(schema.trimmed_primary_keys)
         filter_cols = [p[0] for c in (dnf or []) for p in c]
         wanted = list(dict.fromkeys([*self.columns, *filter_cols]))
@@ -55,7 +56,7 @@ class SplitReader:
         self.read_columns = [*keys, SEQUENCE_NUMBER, VALUE_KIND, *[c for c in schema.column_names if c in values]]
         self.read_columns = list(dict.fromkeys(self.read_columns))
         key_dnf = restrict(dnf, keys)
-        self.key_filter = to_expression(key_dnf) if key_dnf is not None else None
+        self.key_filter = to_expression(key_dnf, schema.arrow_schema) if key_dnf is not None else None
         self.afs = fileio.arrow_fs()
         fs = schema.file_schema
         self.read_schema = pa.schema([fs.field(c) for c in self.read_columns])

@@ -1,11 +1,13 @@
 """Spark pushed-down filters → mergetable DNF predicates.
 
-A filter is *accepted* only when mergetable applies it with exactly Spark's semantics; the reader then
+A filter is *accepted* only when mergetable applies it with exactly Spark's semantics (its literal is bound by
+:func:`mergetable.core.filters.bind_predicate`, as every other filter is); the reader then
 uses it to prune partitions, buckets and key ranges, and applies it to the merged rows. Everything else
 goes back to Spark. Not accepted:
 
-* columns of floating-point type (Spark orders NaN above every number and makes NaN = NaN; Arrow does not),
-  and of nested, binary or time types;
+* columns of floating-point type (nothing to prune by: their statistics leave NaN out), and of nested,
+  binary or time types;
+* comparisons whose literal no value of the column can equal (binding would rewrite them);
 * ``IsNull``/``IsNotNull`` and the string filters (no DNF operator for them);
 * ``NOT IN`` on a nullable column or with a NULL in the list (Spark's three-valued logic);
 * nested column paths, and literals that do not convert to the column's type.
@@ -28,6 +30,8 @@ from pyspark.sql.datasource import (
     Not,
 )
 
+from mergetable.core.errors import FilterError
+from mergetable.core.filters import bind_predicate
 from mergetable.core.predicates import Conjunct, Predicate
 
 _OPS: dict[type[Filter], str] = {
@@ -53,14 +57,13 @@ def _exact_type(t: pa.DataType) -> bool:
     )
 
 
-def _literal(value: Any, t: pa.DataType) -> tuple[bool, Any]:
-    """(ok, the literal as a Python value of the column's type)."""
-    if value is None:
-        return False, None
+def _bound(column: str, op: str, value: Any, fld: pa.Field) -> Predicate | None:
+    """The predicate bound by mergetable's filter semantics, or None when binding had to rewrite it."""
     try:
-        return True, pa.scalar(value, type=t).as_py()
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError, OverflowError):
-        return False, None
+        pred = bind_predicate((column, op, value), fld)
+    except FilterError:
+        return None
+    return pred if pred[1] == op else None
 
 
 def to_predicate(f: Filter, schema: pa.Schema) -> Predicate | None:
@@ -78,27 +81,18 @@ def to_predicate(f: Filter, schema: pa.Schema) -> Predicate | None:
         return None
     op = _OPS.get(type(inner))
     if op is not None:
-        ok, lit = _literal(inner.value, fld.type)
-        if not ok:
+        if inner.value is None or (negated and isinstance(inner, EqualNullSafe)):  # NOT (a <=> v) keeps nulls
             return None
-        if negated:
-            if isinstance(inner, EqualNullSafe):  # NOT (a <=> v) keeps nulls
-                return None
-            return (column, _NEGATED[op], lit)
-        return (column, op, lit)
+        return _bound(column, _NEGATED[op] if negated else op, inner.value, fld)
     if isinstance(inner, In):
         values = list(inner.value)
         if negated and (fld.nullable or any(v is None for v in values)):
             return None
-        lits = []
-        for v in values:
-            if v is None:  # x IN (…, NULL) is never true because of the NULL
-                continue
-            ok, lit = _literal(v, fld.type)
-            if not ok:
-                return None
-            lits.append(lit)
-        return (column, "not in" if negated else "in", lits)
+        # x IN (…, NULL) is never true because of the NULL: binding drops it
+        pred = _bound(column, "not in" if negated else "in", values, fld)
+        if pred is None or len(pred[2]) != len([v for v in values if v is not None]):
+            return None  # a value no row can equal: Spark applies the filter
+        return pred
     return None
 
 

@@ -21,9 +21,10 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader
 from pyspark.sql.types import StructType
 
-from mergetable.core.errors import OptionsError, SnapshotNotFoundError
-from mergetable.core.predicates import normalize_filters
-from mergetable.spark.options import ReadOptions, parse_int_option, parse_timestamp_ms
+from mergetable.core.errors import SnapshotNotFoundError
+from mergetable.core.filters import bind_filters
+from mergetable.core.read_options import ReadRequest
+from mergetable.spark.options import ReadOptions
 from mergetable.spark.reader import MergeTableReader, PushdownMergeTableReader, created_for_pushdown
 from mergetable.spark.system import SystemRead, SystemTableReader, per_query, without_resolve_option
 from mergetable.spark.types import spark_schema
@@ -39,29 +40,16 @@ def pushdown_scoped_per_scan() -> bool:
     return hasattr(DataSourceReader, "pushLimit")
 
 
-def resolve_snapshot_id(table: Table, travel: dict[str, str]) -> int | None:
-    """The snapshot id a read with time-travel options ``travel`` uses (None: the table has no snapshot)."""
-    if not travel:
+def resolve_snapshot_id(table: Table, request: ReadRequest) -> int | None:
+    """The snapshot id a read of ``request`` uses (None: the table has no snapshot)."""
+    t = request.travel
+    if not t.given:
         return table.latest_snapshot_id()
-    ((key, value),) = travel.items()
-    if key == "snapshot-id":
-        snap = table.resolve_snapshot(snapshot_id=parse_int_option(key, value))
-    elif key == "timestamp-millis":
-        snap = table.resolve_snapshot(timestamp_ms=parse_int_option(key, value))
-    elif key == "timestamp":
-        snap = table.resolve_snapshot(timestamp_ms=parse_timestamp_ms(key, value))
-    elif key == "tag":
-        snap = table.resolve_snapshot(tag=value)
-    else:  # version: a tag name, else a snapshot id
-        if value in table.tags():
-            snap = table.resolve_snapshot(tag=value)
-        elif value.strip().isdigit():
-            snap = table.resolve_snapshot(snapshot_id=int(value))
-        else:
-            raise SnapshotNotFoundError(f"version '{value}' is neither a tag nor a snapshot id")
-    if snap is None:
+    snap = table.resolve_snapshot(t.snapshot_id, t.timestamp_ms, t.tag, t.version)
+    if snap is None and t.given:
+        key, value = request.source or ("time travel", "?")
         raise SnapshotNotFoundError(f"no snapshot for {key}={value}")
-    return snap.id
+    return None if snap is None else snap.id
 
 
 class MergeTableDataSource(DataSource):
@@ -77,10 +65,10 @@ class MergeTableDataSource(DataSource):
 
     def _pinned_snapshot(self, table: Table, opts: ReadOptions) -> int | None:
         if per_query(self.options):
-            return resolve_snapshot_id(table, opts.time_travel)
+            return resolve_snapshot_id(table, opts.request)
         pinned: Any = getattr(self, "_snapshot_id", _UNPINNED)
         if pinned == _UNPINNED:
-            pinned = resolve_snapshot_id(table, opts.time_travel)
+            pinned = resolve_snapshot_id(table, opts.request)
             self._snapshot_id = pinned
         return None if pinned is None else int(pinned)
 
@@ -98,43 +86,19 @@ class MergeTableDataSource(DataSource):
         opts = self._read_options()
         table = open_table(opts.uri, opts.storage)
         spark_schema(table.schema, schema.fieldNames())  # a user-given schema must name table columns
-        dnf = normalize_filters(opts.filter, table.schema) if opts.filter is not None else None
-        if dnf is not None:
-            dnf = [[_typed(p, table) for p in conj] for conj in dnf]
+        dnf = bind_filters(opts.request.filter, table.schema)
         pushdown = opts.pushdown == "true" or (opts.pushdown == "auto" and pushdown_scoped_per_scan())
         cls: type[MergeTableReader] = MergeTableReader
         if pushdown and created_for_pushdown():
             cls = PushdownMergeTableReader  # planned per scan by Spark: the pinned snapshot is resolved per query
-        elif per_query(self.options) and not opts.time_travel and opts.incremental_between is None:
+        elif per_query(self.options) and not opts.request.travel.given and opts.request.incremental_between is None:
             cls = LatestPerQueryReader
         snapshot = self._pinned_snapshot(table, opts)
-        return cls(table, snapshot, schema, dnf, opts.split_size, opts.batch_size, opts.incremental_between)
+        return cls(table, snapshot, schema, dnf, opts.split_size, opts.batch_size, opts.request.incremental_between)
 
     # -- writing ----------------------------------------------------------------------------------
     def writer(self, schema: StructType, overwrite: bool) -> MergeTableWriter:
         return MergeTableWriter(plan_write(dict(self.options), schema, overwrite))
-
-
-def _typed(pred: tuple[str, str, Any], table: Table) -> tuple[str, str, Any]:
-    """A JSON filter literal converted to its column's type (dates, timestamps and decimals may be strings)."""
-    import pyarrow as pa
-
-    column, op, value = pred
-    t = table.schema.field(column).type
-
-    def conv(v: Any) -> Any:
-        if v is None:
-            raise OptionsError("filter", f"null literal for column '{column}' (use IS NULL in Spark instead)")
-        try:
-            return pa.scalar(v).cast(t).as_py()
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-            raise OptionsError("filter", f"'{v}' is not a valid {t} for column '{column}': {exc}") from None
-
-    if op in ("in", "not in"):
-        if not isinstance(value, list):
-            raise OptionsError("filter", f"'{op}' on column '{column}' needs a list")
-        return column, op, [conv(v) for v in value]
-    return column, op, conv(value)
 
 
 DefaultSource = MergeTableDataSource

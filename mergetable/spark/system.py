@@ -13,7 +13,7 @@ Spark plans a query instead, so a temporary view always shows the latest commit.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -21,29 +21,15 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from mergetable.core.errors import OptionsError, SnapshotNotFoundError
+from mergetable.core.read_options import TimeTravel
 from mergetable.read.system_tables import SCHEMAS, SYSTEM_TABLES
-from mergetable.spark.options import parse_int_option, parse_timestamp_ms, storage_options, table_uri
+from mergetable.spark.options import ReadOptions, table_uri
 from mergetable.spark.types import conform_for_spark, spark_arrow_schema, spark_schema
 from mergetable.table import open_table
 
 RESOLVE_SNAPSHOT = "resolve-snapshot"
 _RESOLVE_VALUES = ("on-load", "per-query")
 _NOT_SYSTEM = frozenset({"audit_log"})
-_TRAVEL = {
-    "snapshot-id": "snapshot-id",
-    "scan.snapshot-id": "snapshot-id",
-    "tag": "tag",
-    "tag-name": "tag",
-    "scan.tag-name": "tag",
-    "timestamp-millis": "timestamp-millis",
-    "scan.timestamp-millis": "timestamp-millis",
-    "timestamp": "timestamp",
-    "scan.timestamp": "timestamp",
-    "timestampasof": "timestamp",
-    "version": "version",
-    "versionasof": "version",
-    "scan.version": "version",
-}
 
 
 def per_query(options: Mapping[str, str]) -> bool:
@@ -65,42 +51,32 @@ class SystemRead:
     uri: str
     name: str
     storage: dict[str, Any] | None
-    travel: tuple[tuple[str, str], ...] = ()
+    travel: TimeTravel = field(default_factory=TimeTravel)
 
     @classmethod
     def of(cls, options: Mapping[str, str]) -> SystemRead | None:
         """The system-table read the options ask for (a ``$name`` path suffix), None for a table read."""
-        opts = {str(k).lower(): str(v) for k, v in options.items()}
-        uri, sep, name = table_uri(opts).rpartition("$")
+        uri, sep, name = table_uri(options).rpartition("$")
         if not sep or not uri or "/" in name or name.lower() in _NOT_SYSTEM:
             return None
         if name.lower() not in SYSTEM_TABLES:
             raise OptionsError("path", f"unknown system table '${name}' (known: {', '.join(SYSTEM_TABLES)})")
-        travel = tuple(sorted((canon, opts[k]) for k, canon in _TRAVEL.items() if k in opts))
-        if len({c for c, _ in travel}) > 1:
-            raise OptionsError(travel[1][0], f"give only one time-travel option, got {[c for c, _ in travel]}")
-        return cls(uri, name.lower(), storage_options(opts), travel[:1])
+        rest = {k: v for k, v in without_resolve_option(options).items() if str(k).lower() != "path"}
+        parsed = ReadOptions.parse({**rest, "path": uri})
+        return cls(uri, name.lower(), parsed.storage, parsed.request.travel)
 
     def spark_schema(self) -> StructType:
         return spark_schema(SCHEMAS[self.name])
 
     def read(self) -> pa.Table:
         table = open_table(self.uri, self.storage)
-        kwargs: dict[str, Any] = {}
-        for key, value in self.travel:
-            if key == "snapshot-id":
-                kwargs["snapshot_id"] = parse_int_option(key, value)
-            elif key == "timestamp-millis":
-                kwargs["timestamp_ms"] = parse_int_option(key, value)
-            elif key == "timestamp":
-                kwargs["timestamp_ms"] = parse_timestamp_ms(key, value)
-            elif key == "tag" or value in table.tags():
-                kwargs["tag"] = value
-            elif value.strip().isdigit():
-                kwargs["snapshot_id"] = int(value)
-            else:
-                raise SnapshotNotFoundError(f"version '{value}' is neither a tag nor a snapshot id")
-        return table.system_table(self.name, **kwargs)
+        t = self.travel
+        if not t.given:
+            return table.system_table(self.name)
+        snap = table.resolve_snapshot(t.snapshot_id, t.timestamp_ms, t.tag, t.version)
+        if snap is None:
+            raise SnapshotNotFoundError("no snapshot to travel to: the table has none")
+        return table.system_table(self.name, snapshot_id=snap.id)
 
 
 class SystemTableReader(DataSourceReader):

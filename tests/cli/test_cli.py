@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import subprocess
@@ -123,3 +124,21 @@ def test_storage_options_reach_the_file_system(table: mt.Table) -> None:
     assert len(as_json("snapshots", table.uri, "--storage-option", "auto_mkdir=false")) == 6
     done = cli("snapshots", table.uri, "--storage-option", "no-equals-sign")
     assert done.returncode == 1 and "key=value" in done.stderr
+
+
+def test_read_time_travel_and_filters_share_the_core_semantics(table: mt.Table) -> None:
+    first = table.snapshot(1)
+    table.create_tag("one", snapshot_id=1)
+    iso = datetime.datetime.fromtimestamp(first.time_millis / 1000, datetime.UTC).isoformat()
+    expected = sorted(r["id"] for r in table.read(snapshot_id=1).to_pylist())
+    for travel in (["--timestamp", iso], ["--timestamp", str(first.time_millis)], ["--version", "one"]):
+        rows = as_json("read", table.uri, *travel, "--limit", "0")
+        assert sorted(r["id"] for r in rows) == expected, travel
+    rows = as_json("read", table.uri, "--filter", "id>2.5", "--filter", "id != 4", "--limit", "0")
+    assert sorted(r["id"] for r in rows) == sorted(
+        r["id"] for r in table.read().to_pylist() if r["id"] >= 3 and r["id"] != 4
+    )
+    done = cli("read", table.uri, "--filter", "id=five")
+    assert done.returncode == 1 and "column 'id'" in done.stderr
+    done = cli("read", table.uri, "--timestamp", "soon")
+    assert done.returncode == 1 and "timestamp" in done.stderr
