@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from mergetable.commit.committer import publish
 from mergetable.commit.discard import discard_uncommitted
+from mergetable.commit.overwrite import check_partitions
 from mergetable.commit.restore import restore
 from mergetable.commit.schemas import SchemaManager
 from mergetable.commit.sequence import sequence_seeds
@@ -218,6 +219,7 @@ class Table(TableStore):
             {'id': [5], 'v': ['e']}
         """
         writer = self.new_writer()
+        writer.partition_check = functools.partial(check_partitions, self.table_schema, overwrite=overwrite)
         try:
             writer.write(data, row_kind, target_columns)
             messages = writer.prepare_commit()

@@ -94,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("orphans", parents=[common], help="remove files no snapshot or tag references")
     p.add_argument("--older-than-ms", type=int, default=None, help="only files older than this (default: 1 day ago)")
     p.add_argument("--dry-run", action="store_true", help="only list them")
+    p.add_argument("--force", action="store_true", help="allow a cutoff younger than 1 day (commits in flight!)")
     p.set_defaults(run=_orphans)
     return parser
 
@@ -277,7 +278,7 @@ def _rollback(table: Table, args: argparse.Namespace, out: Output) -> None:
 
 
 def _orphans(table: Table, args: argparse.Namespace, out: Output) -> None:
-    paths = table.remove_orphan_files(older_than_ms=args.older_than_ms, dry_run=args.dry_run)
+    paths = table.remove_orphan_files(older_than_ms=args.older_than_ms, dry_run=args.dry_run, force=args.force)
     verb = "would remove" if args.dry_run else "removed"
     out.emit({"dry_run": args.dry_run, "files": paths}, "\n".join([f"{verb} {len(paths)} file(s)", *paths]))
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from mergetable.commit.discard import discard_uncommitted
 from mergetable.commit.manifests import ManifestIO, fold
+from mergetable.commit.outcome import publish_snapshot_file
 from mergetable.commit.overwrite import Overwrite, overwrite_spec
 from mergetable.commit.snapshots import SnapshotManager
 from mergetable.core.errors import CommitConflictError, CommitStateUnknownError
@@ -36,6 +37,7 @@ from mergetable.metadata.models import (
 )
 
 Partition = tuple[str | None, ...]
+STORAGE_RETRIES = 3
 _identifiers = itertools.count(1)
 
 
@@ -120,15 +122,25 @@ class Committer:
         started = time.monotonic()
         attempt = 0
         first_latest: int | None = None
+        storage_failures = 0
         while True:
-            latest = self.snapshots.latest()
-            if attempt == 0:
-                first_latest = latest.id if latest else None
-            else:
-                done = self.snapshots.find_committed(self.commit_user, identifier, first_latest)
-                if done is not None and done.commit_kind is kind:
-                    return done
-            result = self._try_commit_once(latest, messages, kind, identifier, overwrite, properties)
+            try:
+                latest = self.snapshots.latest()
+                if attempt == 0:
+                    first_latest = latest.id if latest else None
+                else:
+                    done = self.snapshots.find_committed(self.commit_user, identifier, first_latest)
+                    if done is not None and done.commit_kind is kind:
+                        return done
+                result = self._try_commit_once(latest, messages, kind, identifier, overwrite, properties)
+            except OSError:
+                # Nothing of this attempt can be published (the snapshot create was not reached or was
+                # resolved as not ours), so the attempt is simply made again, a few times.
+                storage_failures += 1
+                if storage_failures > STORAGE_RETRIES:
+                    raise
+                time.sleep(random.uniform(0.5, 1.0) * opts.commit_min_retry_wait * 2**storage_failures / 1000.0)
+                continue
             if result is not None:
                 self.snapshots.commit_hint(result.id)
                 return result
@@ -166,6 +178,8 @@ class Committer:
         attempt = _Attempt()
         try:
             snapshot = self._write_snapshot(latest, delta, changelog, kind, identifier, properties, attempt)
+        except CommitStateUnknownError:
+            raise  # the snapshot may be published: everything it references stays
         except BaseException:
             self._cleanup(attempt)
             raise
@@ -212,25 +226,14 @@ class Committer:
             commit_user=self.commit_user,
             commit_identifier=identifier,
             commit_kind=kind,
-            time_millis=int(time.time() * 1000),
+            time_millis=max(int(time.time() * 1000), latest.time_millis if latest else 0),
             total_record_count=(latest.total_record_count if latest else 0) + added - removed,
             delta_record_count=added - removed,
             changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
             properties=properties or None,
         )
         path = self.paths.snapshot_file(new_id)
-        data = snapshot.to_json().encode()
-        try:
-            created = self.fileio.write_if_absent(path, data)
-        except CommitStateUnknownError:
-            try:
-                landed = self.fileio.read_bytes(path) == data
-            except OSError:
-                raise CommitStateUnknownError(f"cannot tell whether snapshot {new_id} was committed") from None
-            if landed:
-                return snapshot
-            return None
-        return snapshot if created else None
+        return snapshot if publish_snapshot_file(self.fileio, path, snapshot.to_json().encode()) else None
 
     def _merged_base(self, latest: Snapshot | None, schema_id: int, attempt: _Attempt) -> list[ManifestFileMeta]:
         """The previous state's manifests, compacted into few files once there are many."""

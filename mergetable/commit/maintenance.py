@@ -14,14 +14,15 @@ import time
 from dataclasses import dataclass, field
 
 from mergetable.commit.manifests import ManifestIO
+from mergetable.commit.orphans import DAY_MS, candidates, check_cutoff
 from mergetable.commit.restore import RESTORED_FROM
 from mergetable.commit.snapshots import SnapshotManager, TagManager
 from mergetable.core.fileio import FileIO
-from mergetable.core.paths import PathFactory, is_temp_name
+from mergetable.core.paths import PathFactory
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import FileKind, Snapshot
 
-DAY_MS = 86_400_000
+__all__ = ["DAY_MS", "ExpireResult", "expire_snapshots", "remove_orphan_files", "used_files"]
 
 
 @dataclass
@@ -125,26 +126,24 @@ def used_files(fileio: FileIO, schema: TableSchema) -> set[str]:
 
 
 def remove_orphan_files(
-    fileio: FileIO, schema: TableSchema, older_than_ms: int | None = None, dry_run: bool = False
+    fileio: FileIO,
+    schema: TableSchema,
+    older_than_ms: int | None = None,
+    dry_run: bool = False,
+    force: bool = False,
 ) -> list[str]:
-    """Delete files under the table that nothing references and that are older than ``older_than_ms``."""
-    cutoff = older_than_ms if older_than_ms is not None else int(time.time() * 1000) - DAY_MS
+    """Delete mergetable's own files that nothing references and that are older than ``older_than_ms``.
+
+    Only files of the table's own layout and naming are considered (see :mod:`mergetable.commit.orphans`);
+    a cutoff younger than :data:`~mergetable.commit.orphans.MIN_AGE_MS` needs ``force``. Returns the
+    (with ``dry_run``: would-be) deleted paths, sorted.
+    """
+    cutoff = check_cutoff(older_than_ms, force)
+    found = list(candidates(fileio, schema))  # listed before the references are read: newer files are young
     used = used_files(fileio, schema)
-    paths = PathFactory(fileio.root)
-    protected_dirs = {paths.schema_dir, paths.tag_dir, paths.consumer_dir}
-    snapshot_dir = paths.snapshot_dir
-    orphans = []
-    for path, mtime in fileio.walk_files(fileio.root):
-        path = "/" + path.lstrip("/") if fileio.root.startswith("/") else path
-        if any(path.startswith(d + "/") for d in protected_dirs):
-            continue
-        if path.startswith(snapshot_dir + "/") and not is_temp_name(path.rsplit("/", 1)[-1]):
-            continue
-        if path in used:
-            continue
-        if mtime is not None and mtime * 1000 > cutoff:
-            continue
-        orphans.append(path)
+    orphans = sorted(
+        path for path, mtime in found if path not in used and (mtime * 1000 <= cutoff if mtime is not None else force)
+    )
     if not dry_run:
         fileio.delete_quietly(orphans)
     return orphans

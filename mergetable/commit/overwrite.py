@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,15 +48,30 @@ def overwrite_spec(
         return None
     keys = schema.partition_keys
     if isinstance(overwrite, dict):
-        unknown = [k for k in overwrite if k not in keys]
-        if unknown:
-            raise SchemaError(f"overwrite partition spec names non-partition columns {unknown}")
+        check_partitions(schema, [m.partition for m in messages], overwrite)
         spec = {k: None if v is None else str(v) for k, v in overwrite.items()}
-        idx = {k: keys.index(k) for k in spec}
-        for m in messages:
-            if any(m.partition[idx[k]] != v for k, v in spec.items()):
-                raise SchemaError(f"data of partition {list(m.partition)} is outside the overwrite spec {spec}")
-        return Overwrite(spec=tuple((idx[k], v) for k, v in spec.items()))
+        return Overwrite(spec=tuple((keys.index(k), v) for k, v in spec.items()))
     if keys and schema.table_options.dynamic_partition_overwrite:
         return Overwrite(partitions=frozenset(m.partition for m in messages))
     return Overwrite()
+
+
+def check_partitions(schema: TableSchema, partitions: Iterable[Partition], overwrite: bool | dict[str, Any]) -> None:
+    """Raise unless every partition lies inside the ``overwrite`` partition spec (nothing to check otherwise).
+
+    Writers call it on their input before writing any file, so a mismatch leaves nothing behind.
+
+    Raises:
+        SchemaError: The spec names a non-partition column, or a partition is outside the spec.
+    """
+    if not isinstance(overwrite, dict):
+        return
+    keys = schema.partition_keys
+    unknown = [k for k in overwrite if k not in keys]
+    if unknown:
+        raise SchemaError(f"overwrite partition spec names non-partition columns {unknown}")
+    spec = {k: None if v is None else str(v) for k, v in overwrite.items()}
+    idx = {k: keys.index(k) for k in spec}
+    for p in partitions:
+        if any(p[idx[k]] != v for k, v in spec.items()):
+            raise SchemaError(f"data of partition {list(p)} is outside the overwrite spec {spec}")

@@ -76,10 +76,10 @@ class SnapshotManager:
         return [self.load(i) for i in self.list_ids()]
 
     def commit_hint(self, snapshot_id: int) -> None:
-        """Best-effort LATEST hint update (readers verify it)."""
+        """Best-effort LATEST hint update (readers verify it; the commit is done whatever happens here)."""
         try:
             self.fileio.write_bytes(self.paths.latest_hint, str(snapshot_id).encode())
-        except OSError:
+        except Exception:  # a hint: never fail a published commit over it
             pass
 
     def write_earliest_hint(self, snapshot_id: int) -> None:

@@ -280,12 +280,19 @@ class TableStore:
         result.expired_tags, result.deleted_files = tags, [*tag_files, *result.deleted_files]
         return result
 
-    def remove_orphan_files(self, older_than_ms: int | None = None, dry_run: bool = False) -> list[str]:
-        """Delete files no snapshot or tag references, older than ``older_than_ms`` (default: 1 day ago).
+    def remove_orphan_files(
+        self, older_than_ms: int | None = None, dry_run: bool = False, force: bool = False
+    ) -> list[str]:
+        """Delete the table's own files that no snapshot or tag references, older than ``older_than_ms``.
+
+        Only files of mergetable's layout and naming are candidates (never a README, hidden or ``_``
+        files, another table, a user's file); see ``docs/maintenance.md``. The default cutoff is one day
+        ago; a younger one is refused unless ``force`` (files of commits in flight could go).
 
         Example:
-            >>> t.fileio.write_bytes(t.fileio.join("bucket-0", "stray.parquet"), b"")
-            >>> [p.rsplit("/", 1)[-1] for p in t.remove_orphan_files(older_than_ms=2**62)]
-            ['stray.parquet']
+            >>> t.fileio.write_bytes(t.fileio.join("bucket-0", "data-stray.parquet"), b"")
+            >>> t.fileio.write_bytes(t.fileio.join("bucket-0", "notes.csv"), b"")
+            >>> [p.rsplit("/", 1)[-1] for p in t.remove_orphan_files(older_than_ms=2**62, force=True)]
+            ['data-stray.parquet']
         """
-        return remove_orphan_files(self.fileio, self.table_schema, older_than_ms, dry_run)
+        return remove_orphan_files(self.fileio, self.table_schema, older_than_ms, dry_run, force)

@@ -31,7 +31,6 @@ from mergetable.compaction.compaction import BucketCompactor
 from mergetable.core.errors import (
     CommitConflictError,
     CommitStateUnknownError,
-    MergeTableError,
     SchemaError,
     SnapshotNotFoundError,
 )
@@ -246,7 +245,7 @@ class CompactionJob:
             return
         try:
             self.after_write(touched, snapshot.commit_identifier)
-        except (MergeTableError, OSError) as exc:
+        except Exception as exc:  # whatever failed, the data is committed: never report the write as failed
             log.warning("compaction after snapshot %d failed and was skipped: %s", snapshot.id, exc)
 
     def after_write(self, touched: Iterable[BucketId], identifier: int | None = None) -> Snapshot | None:

@@ -83,6 +83,19 @@ class FileIO:
             return []
         return [str(e).rstrip("/").rsplit("/", 1)[-1] for e in entries]
 
+    def list_entries(self, directory: str) -> list[tuple[str, bool, float | None]]:
+        """(base name, is a directory, modification time in seconds where known) of each entry of ``directory``."""
+        self._fresh(directory)
+        try:
+            entries = self.fs.ls(directory, detail=True)
+        except FileNotFoundError:
+            return []
+        out = []
+        for info in entries:
+            name = str(info["name"]).rstrip("/").rsplit("/", 1)[-1]
+            out.append((name, info.get("type") == "directory", _mtime(info)))
+        return out
+
     def walk_files(self, directory: str) -> Iterator[tuple[str, float | None]]:
         """Every file under ``directory`` with its modification time (seconds) where known."""
         self._fresh(directory)
@@ -93,10 +106,7 @@ class FileIO:
         for path, info in found.items():
             if info.get("type") == "directory":
                 continue
-            mtime = info.get("mtime") or info.get("LastModified") or info.get("created")
-            if hasattr(mtime, "timestamp"):
-                mtime = mtime.timestamp()
-            yield str(path), (float(mtime) if mtime is not None else None)
+            yield str(path), _mtime(info)
 
     def arrow_fs(self) -> pafs.FileSystem:
         """A pyarrow file system for Parquet I/O on the same storage."""
@@ -146,7 +156,7 @@ class FileIO:
             return True
         except FileExistsError:
             return False
-        except OSError as exc:  # the conditional put may or may not have been applied
+        except Exception as exc:  # the conditional put may or may not have been applied
             raise CommitStateUnknownError(f"conditional create of {path} failed: {exc}") from exc
 
     def delete(self, path: str) -> None:
@@ -162,3 +172,11 @@ class FileIO:
             except OSError:
                 failed.append(p)
         return failed
+
+
+def _mtime(info: dict[str, Any]) -> float | None:
+    """Modification time in seconds of an fsspec ``info`` entry, where the file system reports one."""
+    mtime: Any = info.get("mtime") or info.get("LastModified") or info.get("created")
+    if hasattr(mtime, "timestamp"):
+        mtime = mtime.timestamp()
+    return float(mtime) if mtime is not None else None

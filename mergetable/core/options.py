@@ -17,6 +17,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from mergetable.core.errors import OptionsError
+from mergetable.core.names import check_name_option
+from mergetable.core.stats_mode import DEFAULT_STATS_MODE, StatsMode, parse_stats_mode
 
 
 class MergeEngine(StrEnum):
@@ -155,6 +157,7 @@ class TableOptions(BaseModel):
     data_file_prefix: str = Field("data-", alias="data-file.prefix")
     changelog_file_prefix: str = Field("changelog-", alias="changelog-file.prefix")
     partition_default_name: str = Field("__DEFAULT_PARTITION__", alias="partition.default-name")
+    stats_mode: str = Field(DEFAULT_STATS_MODE, alias="metadata.stats-mode")
     # merging
     merge_engine: MergeEngine = Field(MergeEngine.DEDUPLICATE, alias="merge-engine")
     ignore_delete: Bool = Field(False, alias="ignore-delete")
@@ -222,6 +225,13 @@ class TableOptions(BaseModel):
         ):
             if value <= 0:
                 raise OptionsError(key, f"must be positive, got {value}")
+        parse_stats_mode(self.stats_mode)
+        for field_key, mode in self.field_options.items():
+            if field_key.endswith(".stats-mode"):
+                parse_stats_mode(mode, field_key)
+        check_name_option("data-file.prefix", self.data_file_prefix)
+        check_name_option("changelog-file.prefix", self.changelog_file_prefix)
+        check_name_option("partition.default-name", self.partition_default_name, leading=False)
         if self.commit_max_retries < 0:
             raise OptionsError("commit.max-retries", "must be >= 0")
         if self.manifest_merge_min_count < 1:
@@ -246,6 +256,11 @@ class TableOptions(BaseModel):
     @property
     def max_levels(self) -> int:
         return self.num_levels or self.num_sorted_run_compaction_trigger + 1
+
+    def field_stats_mode(self, field: str) -> StatsMode:
+        """The statistics mode of a value column (``fields.<field>.stats-mode``, else ``metadata.stats-mode``)."""
+        own = self.field_option(field, "stats-mode")
+        return parse_stats_mode(own if own is not None else self.stats_mode)
 
     def field_option(self, field: str, suffix: str) -> str | None:
         """The value of ``fields.<field>.<suffix>``, if set."""

@@ -21,6 +21,8 @@ import urllib.parse
 import uuid
 from collections.abc import Sequence
 
+from mergetable.core.errors import CorruptMetadataError, SchemaError
+from mergetable.core.names import MAX_NAME_BYTES, check_stored_name
 from mergetable.core.schema import TableSchema
 
 SCHEMA_DIR = "schema"
@@ -72,6 +74,18 @@ def valid_tag_name(name: str) -> bool:
 
 def escape_partition_value(value: str) -> str:
     return urllib.parse.quote(value, safe=" -_.~:+@,;")
+
+
+def _bare(name: str) -> str:
+    """``name`` if it is a safe stored file name (:func:`mergetable.core.names.check_stored_name`).
+
+    Metadata models refuse unsafe names when they are parsed (naming the file that holds them); this is
+    the last line: no path the factory makes can leave its directory.
+    """
+    try:
+        return check_stored_name(name)
+    except ValueError as exc:
+        raise CorruptMetadataError(name[:80], str(exc)) from None
 
 
 def _numbered(prefix: str, name: str) -> int | None:
@@ -147,7 +161,7 @@ class PathFactory:
 
     def manifest_file(self, name: str) -> str:
         """A manifest or manifest list by its file name (as snapshots and manifest lists record it)."""
-        return self.join(MANIFEST_DIR, name)
+        return self.join(MANIFEST_DIR, _bare(name))
 
     @staticmethod
     def new_manifest_name() -> str:
@@ -188,7 +202,12 @@ class PathFactory:
         parts = []
         for k, v in zip(self.partition_keys, partition, strict=True):
             value = self.default_partition_name if v is None else escape_partition_value(v)
-            parts.append(f"{escape_partition_value(k)}={value}")
+            part = f"{escape_partition_value(k)}={value}"
+            if len(part.encode("utf-8")) > MAX_NAME_BYTES:
+                raise SchemaError(
+                    f"partition value {str(v)[:40]!r}... makes a directory name longer than {MAX_NAME_BYTES} bytes", k
+                )
+            parts.append(part)
         return "/".join(parts)
 
     def bucket_dir(self, partition: Partition, bucket: int) -> str:
@@ -196,7 +215,7 @@ class PathFactory:
 
     def data_file(self, partition: Partition, bucket: int, file_name: str) -> str:
         """A data or changelog file of a bucket, by the name its :class:`DataFileMeta` records."""
-        return f"{self.bucket_dir(partition, bucket)}/{file_name}"
+        return f"{self.bucket_dir(partition, bucket)}/{_bare(file_name)}"
 
     @staticmethod
     def new_data_file_name(prefix: str) -> str:

@@ -14,10 +14,10 @@ import itertools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from mergetable.core.errors import SchemaError
+from mergetable.core.floats import collapse_zero, decode_float, encode_float, order_key
 from mergetable.core.hashing import bucket_of
 
 Predicate = tuple[str, str, Any]
@@ -72,6 +72,8 @@ def comparable(value: Any, t: pa.DataType) -> Any:
     """A Python value that orders like ``value`` does as Arrow type ``t`` (temporal → int, decimal → Decimal)."""
     if value is None:
         return None
+    if pa.types.is_floating(t):  # the total order of float keys: an int (see mergetable.core.floats)
+        return order_key(decode_float(value))
     if pa.types.is_temporal(t):
         if isinstance(value, int) and not isinstance(value, bool):
             return value
@@ -88,8 +90,8 @@ def encode_stat(value: Any, t: pa.DataType) -> Any:
     """JSON form of a statistic of type ``t``."""
     if value is None:
         return None
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
+    if isinstance(value, float):
+        return encode_float(value)
     if pa.types.is_temporal(t) or pa.types.is_decimal(t):
         c = comparable(value, t)
         return str(c) if isinstance(c, decimal.Decimal) else c
@@ -145,7 +147,14 @@ def may_match(dnf: list[Conjunct] | None, ranges: RangeLookup, types: pa.Schema)
                 c_lit = [comparable(x, t) for x in lit] if op in ("in", "not in") else comparable(lit, t)
             except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, decimal.InvalidOperation):
                 continue
-            if c_lit is None or not _pred_on_range(op, r[0], r[1], c_lit):
+            lo, hi = r
+            if c_lit is not None and pa.types.is_floating(t):
+                if op in ("!=", "not in"):  # NaN != NaN under IEEE, equal under Spark: never prune
+                    continue
+                # Filters compare -0.0 equal to 0.0 (IEEE and Spark SQL alike), keys do not.
+                lo, hi = (None if v is None else collapse_zero(v) for v in (lo, hi))
+                c_lit = [collapse_zero(x) for x in c_lit] if isinstance(c_lit, list) else collapse_zero(c_lit)
+            if c_lit is None or not _pred_on_range(op, lo, hi, c_lit):
                 ok = False
                 break
         if ok:

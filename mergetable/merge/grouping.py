@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from mergetable.core.floats import order_keys
 from mergetable.core.schema import SEQUENCE_NUMBER
 
 
@@ -21,13 +22,16 @@ def _np(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 
 def _is_int_like(t: pa.DataType) -> bool:
-    return pa.types.is_integer(t) or pa.types.is_temporal(t) or pa.types.is_boolean(t)
+    """Types whose key order is an integer order (floats through :func:`order_keys`)."""
+    return pa.types.is_integer(t) or pa.types.is_temporal(t) or pa.types.is_boolean(t) or pa.types.is_floating(t)
 
 
 def _int_view(col: pa.ChunkedArray) -> np.ndarray:
     t = col.type
     if pa.types.is_boolean(t):
         return _np(col).astype(np.int8)
+    if pa.types.is_floating(t):  # -0.0 < 0.0, NaN greatest and equal to NaN, as Java's Double.compare
+        return order_keys(_np(col).astype(np.float64))
     if pa.types.is_temporal(t):
         storage = pa.int32() if t.bit_width == 32 else pa.int64()
         col = pa.chunked_array([c.view(storage) for c in col.chunks], storage)
@@ -61,6 +65,10 @@ def sort_permutation(
             return np.argsort(key, kind="stable").astype(np.int64, copy=False)
         seq = _np(rows.column(SEQUENCE_NUMBER))
         return np.lexsort((seq, key)).astype(np.int64, copy=False)
+    floats = [k for k in keys if pa.types.is_floating(rows.schema.field(k).type)]
+    for k in floats:  # sort float keys by their total-order integers
+        i = rows.schema.get_field_index(k)
+        rows = rows.set_column(i, k, pa.array(_int_view(rows.column(k))))
     # Null sequence-field values sort first (oldest) in both directions, as in Paimon.
     order: list[tuple[str, str, str]] = [(k, "ascending", "at_start") for k in keys]
     order += [(f, "descending" if seq_descending else "ascending", "at_start") for f in seq_fields]

@@ -29,6 +29,7 @@ FIELD_SUFFIXES = (
     "ts-field",
     "sequence-group",
     "agg",  # the Fluss spelling of aggregate-function, kept alongside it
+    "stats-mode",
 )
 _FLUSS_ONLY_FUNCTIONS = frozenset({"last_value_ignore_nulls", "first_value_ignore_nulls", "string_agg"})
 _VERSION_TYPES = "[INT, BIGINT, TIMESTAMP, TIMESTAMP_LTZ]"

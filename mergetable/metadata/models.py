@@ -7,13 +7,17 @@ underscore). The JSON Schema of each is published in ``spec/`` and kept in sync 
 from __future__ import annotations
 
 from enum import IntEnum, StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from mergetable.core.model import JsonModel
+from mergetable.core.names import check_stored_name
 
 FORMAT_VERSION = 1
+
+FileName = Annotated[str, AfterValidator(check_stored_name)]
+"""A file name recorded in metadata: a bare, visible name, so every path is the table root plus it."""
 
 
 class FileKind(IntEnum):
@@ -47,7 +51,7 @@ class SimpleStats(JsonModel):
 class DataFileMeta(JsonModel):
     """One data or changelog file of a bucket."""
 
-    file_name: str
+    file_name: FileName
     file_size: int
     row_count: int
     min_key: tuple[Any, ...]
@@ -59,7 +63,7 @@ class DataFileMeta(JsonModel):
     max_sequence_number: int
     schema_id: int
     level: int
-    extra_files: tuple[str, ...] = ()
+    extra_files: tuple[FileName, ...] = ()
     creation_time: int
     delete_row_count: int | None = None
     file_source: FileSource = FileSource.APPEND
@@ -100,7 +104,7 @@ class PartitionStats(JsonModel):
 class ManifestFileMeta(JsonModel):
     """One row of a manifest list."""
 
-    file_name: str
+    file_name: FileName
     file_size: int
     num_added_files: int
     num_deleted_files: int
@@ -125,11 +129,11 @@ class Snapshot(JsonModel):
     version: int = FORMAT_VERSION
     id: int
     schema_id: int
-    base_manifest_list: str
+    base_manifest_list: FileName
     base_manifest_list_size: int | None = None
-    delta_manifest_list: str
+    delta_manifest_list: FileName
     delta_manifest_list_size: int | None = None
-    changelog_manifest_list: str | None = None
+    changelog_manifest_list: FileName | None = None
     changelog_manifest_list_size: int | None = None
     commit_user: str
     commit_identifier: int

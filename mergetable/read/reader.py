@@ -16,18 +16,17 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from mergetable.core.errors import DataFileError
 from mergetable.core.fileio import FileIO
 from mergetable.core.filters import to_expression
 from mergetable.core.paths import PathFactory
-from mergetable.core.predicates import Conjunct, restrict
+from mergetable.core.predicates import Conjunct, columns_of, restrict
 from mergetable.core.rowkind import is_retract
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from mergetable.merge import MergeFunction
 from mergetable.merge.base import WRITE_MASK, drop_write_mask, with_write_mask
 from mergetable.metadata.models import DataFileMeta
+from mergetable.read.datafile import read_data_file
 from mergetable.read.scan import Split
 
 
@@ -48,6 +47,11 @@ class SplitReader:
         self.paths = PathFactory.for_table(fileio.root, schema)
         self.columns = list(columns) if columns is not None else list(schema.column_names)
         self.dnf = dnf
+        # Parquet statistics leave NaN out, and pyarrow then skips row groups holding the NaNs a filter
+        # matches: filters on float columns are applied after reading instead.
+        self.row_group_pruning = not any(
+            pa.types.is_floating(schema.arrow_schema.field(c).type) for c in columns_of(dnf)
+        )
         self.filter_expr = to_expression(dnf, schema.arrow_schema) if dnf is not None else None
         keys = list(schema.trimmed_primary_keys)
         filter_cols = [p[0] for c in (dnf or []) for p in c]
@@ -82,14 +86,7 @@ class SplitReader:
         columns, schema = (self.plain_columns, self.plain_schema) if plain else (self.read_columns, self.read_schema)
         if not plain and not sequenced:
             columns = self.unsequenced_columns
-        try:
-            table = pq.read_table(path, columns=columns, filters=filter_expr, filesystem=self.afs, use_threads=True)
-        except FileNotFoundError:
-            raise DataFileError(path, "data file is missing (the table references it)") from None
-        except (OSError, pa.ArrowInvalid) as exc:
-            if not self.fileio.exists(path):
-                raise DataFileError(path, "data file is missing (the table references it)") from None
-            raise DataFileError(path, f"cannot read data file: {exc}") from exc
+        table = read_data_file(self.fileio, self.afs, path, f, columns, filter_expr, self.row_group_pruning)
         if not plain and not sequenced:
             seq = pa.array(np.full(table.num_rows, f.max_sequence_number, dtype=np.int64))
             table = table.append_column(SEQUENCE_NUMBER, seq).select(self.read_columns)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from mergetable.core.fileio import FileIO
@@ -53,34 +54,61 @@ def write_kv_files(
     metas: list[DataFileMeta] = []
     start = 0
     n = rows.num_rows
-    while start < n:
-        name = PathFactory.new_data_file_name(prefix)
-        path = f"{directory}/{name}"
-        with afs.open_output_stream(path) as sink:
-            writer = pq.ParquetWriter(
-                sink,
-                schema.file_schema,
-                compression=compression,
-                compression_level=opts.file_compression_level,
-                write_statistics=True,
-                use_dictionary=_dictionary_columns(schema.file_schema),
+    written: list[str] = []
+    try:
+        while start < n:
+            name = PathFactory.new_data_file_name(prefix)
+            path = f"{directory}/{name}"
+            written.append(path)
+            end, size = _write_file(afs, path, rows, start, target, compression, opts.file_compression_level, schema)
+            metas.append(
+                _file_meta(
+                    schema, rows.slice(start, end - start), name, size, level, file_source, changelog, write_cols
+                )
             )
-            end = start
-            try:
-                while end < n:
-                    chunk = rows.slice(end, ROW_GROUP_ROWS)
-                    writer.write_table(chunk, row_group_size=ROW_GROUP_ROWS)
-                    end += chunk.num_rows
-                    if sink.tell() >= target:
-                        break
-            finally:
-                writer.close()
-            size = sink.tell()
-        metas.append(
-            _file_meta(schema, rows.slice(start, end - start), name, size, level, file_source, changelog, write_cols)
-        )
-        start = end
+            start = end
+    except BaseException:
+        # Nothing of a failed call stays behind: not the partial file, not the files written before it.
+        fileio.delete_quietly(written)
+        raise
     return metas
+
+
+def _write_file(
+    afs: pafs.FileSystem,
+    path: str,
+    rows: pa.Table,
+    start: int,
+    target: int,
+    compression: str,
+    level: int | None,
+    schema: TableSchema,
+) -> tuple[int, int]:
+    """Write rows from ``start`` into one Parquet file until it reaches ``target`` bytes: (end row, size).
+
+    Pages carry CRC checksums, which readers verify.
+    """
+    with afs.open_output_stream(path) as sink:
+        writer = pq.ParquetWriter(
+            sink,
+            schema.file_schema,
+            compression=compression,
+            compression_level=level,
+            write_statistics=True,
+            use_dictionary=_dictionary_columns(schema.file_schema),
+            write_page_checksum=True,
+        )
+        end = start
+        try:
+            while end < rows.num_rows:
+                chunk = rows.slice(end, ROW_GROUP_ROWS)
+                writer.write_table(chunk, row_group_size=ROW_GROUP_ROWS)
+                end += chunk.num_rows
+                if sink.tell() >= target:
+                    break
+        finally:
+            writer.close()
+        return end, sink.tell()
 
 
 def _file_meta(
@@ -95,6 +123,7 @@ def _file_meta(
 ) -> DataFileMeta:
     keys = schema.trimmed_primary_keys
     value_cols = [c for c in schema.column_names if c not in keys]
+    opts = schema.table_options
     seq = part.column(SEQUENCE_NUMBER)
     kinds = np.asarray(part.column(VALUE_KIND).to_numpy())
     key_stats = column_stats(part, keys)
@@ -110,7 +139,7 @@ def _file_meta(
         min_key=min_key,
         max_key=max_key,
         key_stats=key_stats,
-        value_stats=column_stats(part, value_cols),
+        value_stats=column_stats(part, value_cols, [opts.field_stats_mode(c) for c in value_cols]),
         value_stats_cols=tuple(value_cols),
         min_sequence_number=int(seq_mm["min"].as_py()),
         max_sequence_number=int(seq_mm["max"].as_py()),

@@ -78,6 +78,9 @@ def conform(
                     f.name,
                 )
     names = data.schema.names
+    if len(set(names)) != len(names):
+        duplicate = next(c for c in names if names.count(c) > 1)
+        raise SchemaError("the data has two or more columns of this name", duplicate)
     for c in names:
         if c not in wanted and c not in extra:
             raise SchemaError(f"column is not in the table schema {list(arrow.names)}", c)
@@ -141,6 +144,25 @@ def partition_strings(table: pa.Table, keys: Sequence[str]) -> list[pa.Array]:
     return out
 
 
+def _partition_ids(table: pa.Table, schema: TableSchema) -> tuple[np.ndarray, list[tuple[str | None, ...]]]:
+    """Each row's index into the list of distinct partitions (string form) of ``table``, and that list."""
+    part_keys = schema.partition_keys
+    if not part_keys:
+        return np.zeros(table.num_rows, dtype=np.int64), [()]
+    strings = partition_strings(table, part_keys)
+    sentinel = "\x00null\x00"
+    combined = pc.binary_join_element_wise(*[pc.fill_null(s, sentinel) for s in strings], "\x01")
+    encoded = pc.dictionary_encode(combined)
+    part_ids = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    dictionary = encoded.dictionary.to_pylist()
+    return part_ids, [tuple(None if v == sentinel else v for v in str(d).split("\x01")) for d in dictionary]
+
+
+def partitions_of(table: pa.Table, schema: TableSchema) -> list[tuple[str | None, ...]]:
+    """The distinct partitions (string form) of the rows of ``table``."""
+    return _partition_ids(table, schema)[1] if table.num_rows else []
+
+
 def split_by_bucket(table: pa.Table, schema: TableSchema) -> Iterator[tuple[tuple[str | None, ...], int, pa.Table]]:
     """Split rows by (partition, bucket), keeping input order inside each group."""
     n = table.num_rows
@@ -148,18 +170,7 @@ def split_by_bucket(table: pa.Table, schema: TableSchema) -> Iterator[tuple[tupl
         return
     opts = schema.table_options
     buckets = bucket_of([table.column(k) for k in schema.bucket_keys], opts.bucket, schema.bucket_keys)
-    part_keys = schema.partition_keys
-    if part_keys:
-        strings = partition_strings(table, part_keys)
-        sentinel = "\x00null\x00"
-        combined = pc.binary_join_element_wise(*[pc.fill_null(s, sentinel) for s in strings], "\x01")
-        encoded = pc.dictionary_encode(combined)
-        part_ids = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-        dictionary = encoded.dictionary.to_pylist()
-        parts = [tuple(None if v == sentinel else v for v in str(d).split("\x01")) for d in dictionary]
-    else:
-        part_ids = np.zeros(n, dtype=np.int64)
-        parts = [()]
+    part_ids, parts = _partition_ids(table, schema)
     group = part_ids * opts.bucket + buckets
     if (group == group[0]).all():
         yield parts[int(part_ids[0])], int(buckets[0]), table

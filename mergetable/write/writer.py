@@ -17,7 +17,7 @@ from mergetable.merge import MergeFunction
 from mergetable.merge.base import drop_write_mask, with_write_mask
 from mergetable.metadata.models import CommitMessage, DataFileMeta
 from mergetable.write.files import write_kv_files
-from mergetable.write.input import RowKindArg, conform, row_kinds, split_by_bucket, to_arrow_table
+from mergetable.write.input import RowKindArg, conform, partitions_of, row_kinds, split_by_bucket, to_arrow_table
 
 BucketId = tuple[tuple[str | None, ...], int]
 NextSequence = Callable[[tuple[str | None, ...], int], int]
@@ -56,6 +56,8 @@ class TableWriter:
         self._buffer_cols: tuple[str, ...] | None = None
         self._new_files: dict[BucketId, list[DataFileMeta]] = {}
         self._changelog_files: dict[BucketId, list[DataFileMeta]] = {}
+        self.partition_check: Callable[[list[tuple[str | None, ...]]], None] | None = None
+        """Called with the partitions of each input before anything is buffered or written (it may raise)."""
 
     # -- input ------------------------------------------------------------------------------------
     def write(self, data: Any, row_kind: RowKindArg = None, target_columns: Sequence[str] | None = None) -> None:
@@ -74,6 +76,8 @@ class TableWriter:
         table, kinds = self._filter_kinds(table, kinds)
         if table.num_rows == 0:
             return
+        if self.partition_check is not None:
+            self.partition_check(partitions_of(table, self.schema))
         if cols != self._buffer_cols and self._buffer:
             self.flush()
         self._buffer_cols = cols

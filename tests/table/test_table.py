@@ -214,9 +214,9 @@ def test_orphan_files_removed(table_uri: str) -> None:
     t.write(data([1, 2]))
     orphan = t.fileio.join("bucket-0", "data-orphan-0.parquet")
     t.fileio.write_bytes(orphan, b"junk")
-    assert t.remove_orphan_files(older_than_ms=int(time.time() * 1000) + 1000, dry_run=True) == [orphan]
+    assert t.remove_orphan_files(older_than_ms=int(time.time() * 1000) + 1000, dry_run=True, force=True) == [orphan]
     assert t.fileio.exists(orphan)
-    t.remove_orphan_files(older_than_ms=int(time.time() * 1000) + 1000)
+    t.remove_orphan_files(older_than_ms=int(time.time() * 1000) + 1000, force=True)
     assert not t.fileio.exists(orphan)
     assert t.read().num_rows == 2
 

@@ -1,0 +1,51 @@
+"""Silent corruption: a data file with a flipped byte is an error naming the file, never different rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import mergetable as mt
+
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("x", pa.float64())])
+
+
+def _rows(n: int) -> pa.Table:
+    return pa.table({"id": list(range(n)), "v": [f"s{i % 7}" for i in range(n)], "x": [i * 0.5 for i in range(n)]})
+
+
+def test_data_files_carry_page_checksums(table_uri: str) -> None:
+    t = mt.create_table(table_uri, SCHEMA, primary_key=["id"])
+    t.write(_rows(10))
+    (partition, bucket, meta) = t.files()[0]
+    path = t.fileio.join(f"bucket-{bucket}", meta.file_name)
+    assert pq.read_table(path, page_checksum_verification=True).num_rows == 10
+    assert partition == ()
+
+
+def test_single_byte_flips_never_return_different_rows(tmp_path: Path) -> None:
+    stride = 7  # every 7th byte: data pages, page headers and the footer
+    uri = str(tmp_path / "t")
+    t = mt.create_table(uri, SCHEMA, primary_key=["id"])
+    t.write(_rows(200))
+    expected = t.read()
+    (_, bucket, meta) = t.files()[0]
+    path = Path(t.fileio.join(f"bucket-{bucket}", meta.file_name))
+    original = path.read_bytes()
+    errors = 0
+    for pos in range(0, len(original), stride):
+        flipped = bytearray(original)
+        flipped[pos] ^= 0x01 if pos % 2 else 0xFF
+        path.write_bytes(bytes(flipped))
+        try:
+            got = mt.open_table(uri).read()
+        except mt.DataFileError as exc:
+            assert meta.file_name in str(exc)
+            errors += 1
+        else:
+            assert got.equals(expected), f"a flip at byte {pos} of {len(original)} changed the rows silently"
+    path.write_bytes(original)
+    assert errors > len(original) // stride // 2
+    assert mt.open_table(uri).read().equals(expected)
