@@ -24,7 +24,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from mergetable.core.errors import MergeError, MergeTableError, SchemaError
+from mergetable.core.errors import MergeError, MergeTableError, OptionsError, SchemaError
 from mergetable.metadata.models import Snapshot
 from mergetable.spark.compact import compact
 from mergetable.spark.delta_merge import NULL_ASSIGNED, ROW_KIND, MergeBuilder, as_column, assignments
@@ -186,11 +186,14 @@ class MergeTable:
         return OptimizeBuilder(self)
 
     def vacuum(self, retentionHours: float | None = None) -> list[str]:
-        """Expire snapshots (and tags past retention) per the table's options, then delete files nothing
-        references older than ``retentionHours`` (default 24 h, never less than 1 h); returns the deleted files."""
-        hours = 24.0 if retentionHours is None else float(retentionHours)
-        if hours < 1:
-            raise MergeTableError("vacuum: retentionHours below 1 could delete files of writes still in flight")
+        """Expire snapshots (and tags past retention) per the table's options, then delete the table's files
+        that nothing references and that are older than ``retentionHours`` (default 168, Delta's 7 days; at
+        least 24, the orphan cleaner's safety margin). Returns the deleted files."""
+        hours = 168.0 if retentionHours is None else float(retentionHours)
+        if hours < 24:
+            raise OptionsError(
+                "retentionHours", f"vacuum keeps files younger than 24 h (writes in flight own them), got {hours}"
+            )
         result = self.table.expire_snapshots()
         older = int(datetime.datetime.now(datetime.UTC).timestamp() * 1000 - hours * 3_600_000)
         return [*result.deleted_files, *self.table.remove_orphan_files(older_than_ms=older)]

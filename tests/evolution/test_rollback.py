@@ -68,7 +68,7 @@ def test_rollback_to_snapshot_removes_later_snapshots_tags_and_files(table_uri: 
     assert _rows(t, tag="early") == states[1]
     _every_reference_exists(t)
     assert result.deleted_files and not any(os.path.exists(p) for p in result.deleted_files)
-    assert t.remove_orphan_files(older_than_ms=2**62) == []  # nothing unreferenced is left behind
+    assert t.remove_orphan_files(older_than_ms=2**62, force=True) == []  # nothing unreferenced is left behind
     _write(t, 7)  # commits continue after the rolled-back snapshot, with the hints fixed
     assert t.latest_snapshot_id() == 4
     assert t.changelog(3, 4).num_rows == 2
@@ -209,7 +209,7 @@ def test_tags_expire_by_their_retention(table_uri: str) -> None:
     result = t.expire_snapshots(now_ms=short.tag_create_time + 600_000)
     assert result.expired_tags == ["short"] and list(t.tags()) == ["forever"]
     _every_reference_exists(t)
-    assert t.remove_orphan_files(older_than_ms=2**62) == []  # the expired tags' own files went with them
+    assert t.remove_orphan_files(older_than_ms=2**62, force=True) == []  # the expired tags' own files went with them
 
 
 def test_bad_retention_is_refused() -> None:
