@@ -29,7 +29,7 @@ from mergetable.core.read_options import ReadArgs, ReadRequest, Timestamp, TimeT
 from mergetable.core.schema import TableSchema
 from mergetable.merge import validate_merge_options
 from mergetable.metadata.models import CommitMessage, Snapshot
-from mergetable.read.incremental import SnapshotRef, read_changelog, resolve_range, snapshots_between
+from mergetable.read.change_api import ChangeData
 from mergetable.read.reader import SplitReader
 from mergetable.read.request import plan_request, resolve_travel
 from mergetable.read.scan import Split
@@ -117,13 +117,15 @@ def table_exists(uri: str, storage_options: dict[str, Any] | None = None) -> boo
     return SchemaManager(FileIO(uri, storage_options)).exists()
 
 
-class Table(TableStore):
+class Table(TableStore, ChangeData):
     """A primary-key table: rows merged per key by its merge engine, committed as snapshots.
 
     Obtain one with :func:`create_table` or :func:`open_table`. A ``Table`` holds no open resources and
     pickles to its location and schema. What it holds (schema, snapshots, tags, files) and their upkeep
     come from :class:`~mergetable.commit.store.TableStore`; this class adds writing, reading and
-    compaction. The examples of the members use ``t``, the table this example makes:
+    compaction; change data (``changelog``, ``audit_log``, ``stream``, ``follow``, consumers) comes from
+    :class:`~mergetable.read.change_api.ChangeData`. The examples of the members use ``t``, the table this
+    example makes:
 
     >>> import tempfile, pyarrow as pa, mergetable as mt
     >>> t = mt.create_table(tempfile.mkdtemp(), pa.schema([("id", pa.int64()), ("v", pa.string())]), ["id"])
@@ -138,8 +140,11 @@ class Table(TableStore):
     """
 
     # -- writing ----------------------------------------------------------------------------------
-    def new_writer(self, snapshot: Snapshot | None = None) -> TableWriter:
-        """A writer for rows that come after ``snapshot`` (default: the latest); commit its messages.
+    def new_writer(self) -> TableWriter:
+        """A writer; its rows are ordered after every commit that lands before theirs.
+
+        Its records are numbered when committed, above every earlier commit's
+        (:mod:`mergetable.commit.sequence`), whichever snapshot was latest when it was opened.
 
         Example:
             >>> w = t.new_writer()
@@ -147,9 +152,8 @@ class Table(TableStore):
             >>> t.commit(w.prepare_commit()).id
             3
         """
-        seeds = sequence_seeds(self.fileio, snapshot if snapshot is not None else self.latest_snapshot())
         discard = functools.partial(discard_uncommitted, self.fileio, self.table_schema)
-        return TableWriter(self.fileio, self.table_schema, self.merge_function, seeds, discard)
+        return TableWriter(self.fileio, self.table_schema, self.merge_function, sequence_seeds(), discard)
 
     def commit(
         self,
@@ -366,26 +370,6 @@ class Table(TableStore):
         reader = self.split_reader(request.columns, request.filter)
         tables = reader.read_splits(self._plan(request))
         return pa.RecordBatchReader.from_batches(reader.out_schema, (b for t in tables for b in t.to_batches()))
-
-    def changelog(
-        self,
-        start_snapshot_exclusive: SnapshotRef,
-        end_snapshot_inclusive: SnapshotRef,
-        columns: Sequence[str] | None = None,
-        filter: Filters | None = None,
-    ) -> pa.Table:
-        """The changes of snapshots ``(start, end]`` in commit order, with a ``_row_kind`` column (+I -U +U -D).
-
-        From the changelog files of ``changelog-producer`` input, lookup or full-compaction; with ``none``,
-        derived from each data commit's merged delta.
-
-        Example:
-            >>> t.changelog(1, 2).to_pydict()
-            {'id': [2], 'v': ['B'], '_row_kind': ['+I']}
-        """
-        start, end = resolve_range(self._snapshots, self._tags, (start_snapshot_exclusive, end_snapshot_inclusive))
-        snaps = snapshots_between(self._snapshots, start, end)
-        return read_changelog(self._manifests, snaps, self.table_schema, self.split_reader(columns, filter))
 
     # -- maintenance ------------------------------------------------------------------------------
     def compaction_job(self, executor: Executor | None = None, progress: Progress | None = None) -> CompactionJob:

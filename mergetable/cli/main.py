@@ -1,7 +1,7 @@
 """The ``mergetable`` command line: compact a table and look inside it.
 
     mergetable compact URI [--full] [--partition k=v[,k=v]]...
-    mergetable describe | snapshots | files | read | changelog | tags | expire | orphans URI ...
+    mergetable describe | snapshots | files | read | changelog | tags | consumers | expire | orphans URI ...
     mergetable rollback URI --snapshot N | --tag T
 
 Every command takes ``--json`` (machine-readable output) and ``--storage-option k=v`` (repeatable, passed
@@ -73,8 +73,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("changelog", parents=[common], help="print the changes of snapshots (START, END]")
     p.add_argument("start", help="start snapshot id or tag (exclusive)")
     p.add_argument("end", help="end snapshot id or tag (inclusive)")
+    p.add_argument("--mode", default="auto", help="incremental-between-scan-mode: auto, delta, changelog or diff")
     _read_options(p)
     p.set_defaults(run=_changelog)
+
+    p = sub.add_parser("consumers", parents=[common], help="list, reset or delete the consumers of streaming reads")
+    p.add_argument("--reset", metavar="ID", default=None, help="make consumer ID read --snapshot next")
+    p.add_argument("--snapshot", type=int, default=None, help="snapshot id for --reset")
+    p.add_argument("--delete", metavar="ID", default=None, help="delete a consumer")
+    p.set_defaults(run=_consumers)
 
     p = sub.add_parser("tags", parents=[common], help="list, create or delete tags")
     p.add_argument("--create", metavar="NAME", default=None, help="tag the latest (or --snapshot) snapshot")
@@ -245,8 +252,27 @@ def _read(table: Table, args: argparse.Namespace, out: Output) -> None:
 
 
 def _changelog(table: Table, args: argparse.Namespace, out: Output) -> None:
-    data = table.changelog(args.start, args.end, columns=_columns(args.columns), filter=_filters(args.filter))
+    data = table.changelog(
+        args.start, args.end, columns=_columns(args.columns), filter=_filters(args.filter), mode=args.mode
+    )
     out.arrow(_limited(data, args.limit))
+
+
+def _consumers(table: Table, args: argparse.Namespace, out: Output) -> None:
+    if args.reset:
+        if args.snapshot is None:
+            raise MergeTableError("--reset needs --snapshot N")
+        table.reset_consumer(args.reset, args.snapshot)
+        out.emit(
+            {"reset": args.reset, "next_snapshot": args.snapshot}, f"consumer '{args.reset}' reads {args.snapshot} next"
+        )
+        return
+    if args.delete:
+        table.delete_consumer(args.delete)
+        out.emit({"deleted": args.delete}, f"deleted consumer '{args.delete}'")
+        return
+    rows = [{"consumer": cid, "next_snapshot": n} for cid, n in table.consumers().items()]
+    out.table(["consumer", "next_snapshot"], [[r["consumer"], r["next_snapshot"]] for r in rows], rows)
 
 
 def _tags(table: Table, args: argparse.Namespace, out: Output) -> None:

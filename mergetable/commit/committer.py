@@ -21,6 +21,7 @@ from mergetable.commit.discard import discard_uncommitted
 from mergetable.commit.manifests import ManifestIO, fold
 from mergetable.commit.outcome import publish_snapshot_file
 from mergetable.commit.overwrite import Overwrite, overwrite_spec
+from mergetable.commit.sequence import assign_sequence_numbers, next_sequence_number
 from mergetable.commit.snapshots import SnapshotManager
 from mergetable.core.errors import CommitConflictError, CommitStateUnknownError
 from mergetable.core.fileio import FileIO
@@ -166,6 +167,10 @@ class Committer:
         properties: dict[str, str] | None,
     ) -> Snapshot | None:
         live = self.manifests.live_entries(latest)
+        next_seq = next_sequence_number(latest, live)
+        if kind is not CommitKind.COMPACT:  # numbered against this attempt's base: above every earlier commit
+            stamp = (latest.id if latest else 0) + 1 if self.options.sequence_snapshot_ordering else None
+            messages, next_seq = assign_sequence_numbers(messages, next_seq, stamp)
         delta = self._delta_entries(live, messages, kind, overwrite)
         self._check_conflicts(live, delta, kind)
         changelog = [
@@ -177,7 +182,7 @@ class Committer:
         ]
         attempt = _Attempt()
         try:
-            snapshot = self._write_snapshot(latest, delta, changelog, kind, identifier, properties, attempt)
+            snapshot = self._write_snapshot(latest, delta, changelog, kind, identifier, properties, attempt, next_seq)
         except CommitStateUnknownError:
             raise  # the snapshot may be published: everything it references stays
         except BaseException:
@@ -196,6 +201,7 @@ class Committer:
         identifier: int,
         properties: dict[str, str] | None,
         attempt: _Attempt,
+        next_seq: int,
     ) -> Snapshot | None:
         opts = self.options
         sid = self.schema.id
@@ -231,6 +237,7 @@ class Committer:
             delta_record_count=added - removed,
             changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
             properties=properties or None,
+            next_sequence_number=next_seq,
         )
         path = self.paths.snapshot_file(new_id)
         return snapshot if publish_snapshot_file(self.fileio, path, snapshot.to_json().encode()) else None

@@ -2,7 +2,8 @@
 
 Expiration follows Paimon's rule: keep at least ``snapshot.num-retained.min`` snapshots, always expire
 beyond ``snapshot.num-retained.max``, and in between expire snapshots older than
-``snapshot.time-retained``, at most ``snapshot.expire.limit`` per run. Snapshot files are removed first
+``snapshot.time-retained``, at most ``snapshot.expire.limit`` per run, and never a snapshot a consumer still
+needs (consumers idle for ``consumer.expiration-time`` are retired first). Snapshot files are removed first
 (oldest first, so the earliest snapshot is always whole), then data, changelog and manifest files that
 no kept snapshot and no tag uses. A crash midway only leaves orphans, which :func:`remove_orphan_files`
 deletes.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from mergetable.commit.consumers import ConsumerManager
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.orphans import DAY_MS, candidates, check_cutoff
 from mergetable.commit.restore import RESTORED_FROM
@@ -30,6 +32,7 @@ class ExpireResult:
     expired_snapshots: list[int] = field(default_factory=list)
     deleted_files: list[str] = field(default_factory=list)
     expired_tags: list[str] = field(default_factory=list)
+    expired_consumers: list[str] = field(default_factory=list)
 
 
 def _manifest_names(manifests: ManifestIO, snap: Snapshot) -> set[str]:
@@ -52,9 +55,16 @@ def expire_snapshots(fileio: FileIO, schema: TableSchema, now_ms: int | None = N
     if earliest is None or latest is None:
         return result
     now = now_ms if now_ms is not None else int(time.time() * 1000)
+    consumers = ConsumerManager(fileio)
+    if opts.consumer_expiration_time is not None:
+        result.expired_consumers = consumers.expire(opts.consumer_expiration_time, now)
     older_than = now - opts.snapshot_time_retained
     lowest = max(latest - opts.snapshot_num_retained_max + 1, earliest)
     end = min(latest - opts.snapshot_num_retained_min + 1, earliest + opts.snapshot_expire_limit)
+    needed = consumers.min_next_snapshot()
+    if needed is not None:  # a consumer still reads snapshot `needed`: keep it and everything after it
+        end = min(end, needed)
+        lowest = min(lowest, end)
     for sid in range(lowest, end):
         if snapshots.exists(sid) and older_than <= snapshots.load(sid).time_millis:
             end = sid

@@ -32,7 +32,7 @@ from mergetable.compaction.lsm import (
     worth_running,
 )
 from mergetable.core.fileio import FileIO
-from mergetable.core.options import MIB, ChangelogProducer
+from mergetable.core.options import MIB, ChangelogProducer, MergeEngine
 from mergetable.core.rowkind import is_retract
 from mergetable.core.schema import VALUE_KIND, TableSchema
 from mergetable.merge import MergeFunction
@@ -207,6 +207,13 @@ class BucketCompactor:
         discard_uncommitted(self.fileio, self.schema, [message])
 
 
+_KEEPS_EXISTING_ROW = (MergeEngine.FIRST_ROW, MergeEngine.VERSIONED)
+"""Engines whose changelog is silent when a key's stored row survives a merge unchanged (Paimon's
+first-row wrapper; Fluss's versioned merger). The others, as Paimon's lookup and full-compaction
+wrappers, emit ``-U``/``+U`` of the stored row when records merged into it did not change it (e.g.
+records with an older ``sequence.field`` value), unless ``changelog-producer.row-deduplicate``."""
+
+
 class _Task:
     """One unit of one bucket: the section-wise rewrite/upgrade loop plus changelog."""
 
@@ -317,6 +324,7 @@ class _Task:
             self.owner.keys,
             dedupe=opts.changelog_row_deduplicate,
             ignore_fields=opts.changelog_row_deduplicate_ignore_fields,
+            identical_is_update=opts.merge_engine not in _KEEPS_EXISTING_ROW,
         )
         if rows.num_rows:
             self._changelog_parts.append(rows)
@@ -325,10 +333,16 @@ class _Task:
         """The top level before vs the merged section after (a full compaction holds every record)."""
         files = [f for run in section for f in run]
         top = [self.reader.read_file(self.split, f, None) for f in files if f.level == self.max_level]
-        self.reader.tables.clear()
         if len(files) == len(top):
+            self.reader.tables.clear()
             return
-        self._diff(pa.concat_tables(top) if top else None, merged)
+        before = pa.concat_tables(top) if top else None
+        if before is not None:  # keys only the top level holds were not merged: no change (as in Paimon)
+            lower = [self.reader.read_file(self.split, f, None) for f in files if f.level != self.max_level]
+            touched = key_set(lower, self.owner.keys)
+            before, merged = only_keys(before, touched), only_keys(merged, touched)
+        self.reader.tables.clear()
+        self._diff(before, merged)
 
     def _lookup_changelog(self) -> None:
         """Merged higher levels (the value before) vs everything (after), for the keys in level 0."""

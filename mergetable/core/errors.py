@@ -70,6 +70,18 @@ class SnapshotNotFoundError(MergeTableError, LookupError):
     """The requested snapshot, timestamp or tag does not exist."""
 
 
+class SnapshotExpiredError(SnapshotNotFoundError):
+    """A stream's next snapshot was expired: reading on would silently skip its changes."""
+
+    def __init__(self, snapshot_id: int, earliest: int | None, how_to_resume: str) -> None:
+        self.snapshot_id = snapshot_id
+        self.earliest = earliest
+        super().__init__(
+            f"snapshot {snapshot_id} was expired (the earliest snapshot is {earliest}), so the stream cannot "
+            f"continue from it without losing changes; {how_to_resume}"
+        )
+
+
 class UnsupportedError(MergeTableError, NotImplementedError):
     """The requested feature or mode is not supported."""
 
@@ -84,6 +96,7 @@ __all__ = [
     "MergeTableError",
     "OptionsError",
     "SchemaError",
+    "SnapshotExpiredError",
     "SnapshotNotFoundError",
     "TableExistsError",
     "TableNotFoundError",

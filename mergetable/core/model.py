@@ -1,4 +1,4 @@
-"""Base class of every persisted metadata model: frozen pydantic, camelCase JSON like Paimon's."""
+"""Base classes of every persisted metadata model: frozen pydantic, camelCase JSON like Paimon's."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ from typing import Any, Self
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
-from mergetable.core.errors import CorruptMetadataError
+from mergetable.core.errors import CorruptMetadataError, UnsupportedError
+
+FORMAT_VERSION = 2
+"""The table format version (spec/format.md) that this code writes and the newest one it reads."""
 
 
 class JsonModel(BaseModel):
@@ -30,3 +33,19 @@ class JsonModel(BaseModel):
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "document"
             raise CorruptMetadataError(path, f"invalid {cls.__name__} JSON at {where}: {first['msg']}") from None
+
+
+class Versioned(JsonModel):
+    """A document carrying the format version; one newer than :data:`FORMAT_VERSION` is refused."""
+
+    version: int = FORMAT_VERSION
+
+    @classmethod
+    def from_json(cls, text: str | bytes, path: str = "<memory>") -> Self:
+        doc = super().from_json(text, path)
+        if doc.version > FORMAT_VERSION:
+            raise UnsupportedError(
+                f"{path}: format version {doc.version} is newer than this mergetable reads ({FORMAT_VERSION}); "
+                "upgrade mergetable to read this table"
+            )
+        return doc

@@ -164,6 +164,7 @@ class TableOptions(BaseModel):
     ignore_update_before: Bool = Field(False, alias="ignore-update-before")
     sequence_field: Names = Field((), alias="sequence.field")
     sequence_field_sort_order: SortOrder = Field(SortOrder.ASCENDING, alias="sequence.field.sort-order")
+    sequence_snapshot_ordering: Bool = Field(False, alias="sequence.snapshot-ordering")
     rowkind_field: str | None = Field(None, alias="rowkind.field")
     partial_update_remove_record_on_delete: Bool = Field(False, alias="partial-update.remove-record-on-delete")
     partial_update_remove_record_on_sequence_group: Names = Field(
@@ -194,6 +195,7 @@ class TableOptions(BaseModel):
     snapshot_num_retained_max: Int = Field(2**31 - 1, alias="snapshot.num-retained.max")
     snapshot_time_retained: Duration = Field(3_600_000, alias="snapshot.time-retained")
     snapshot_expire_limit: Int = Field(50, alias="snapshot.expire.limit")
+    consumer_expiration_time: Duration | None = Field(None, alias="consumer.expiration-time")
     # compaction and changelog
     num_sorted_run_compaction_trigger: Int = Field(5, alias="num-sorted-run.compaction-trigger")
     num_sorted_run_stop_trigger: Int | None = Field(None, alias="num-sorted-run.stop-trigger")
@@ -242,6 +244,15 @@ class TableOptions(BaseModel):
             raise OptionsError("num-levels", "must be >= 2")
         if self.full_compaction_delta_commits is not None and self.full_compaction_delta_commits < 1:
             raise OptionsError("full-compaction.delta-commits", "must be >= 1")
+        if self.sequence_snapshot_ordering and self.sequence_field:
+            raise OptionsError(
+                "sequence.snapshot-ordering", "cannot be combined with 'sequence.field': the snapshot id alone orders"
+            )
+        if self.sequence_snapshot_ordering and not self.write_only:
+            raise OptionsError(
+                "sequence.snapshot-ordering",
+                "needs 'write-only' = true (as in Paimon): writers do not compact; run the dedicated compaction",
+            )
         if self.snapshot_num_retained_min < 1:
             raise OptionsError("snapshot.num-retained.min", "must be >= 1")
         if self.snapshot_num_retained_max < self.snapshot_num_retained_min:
@@ -305,6 +316,7 @@ _DURATION_FIELDS = frozenset(
         "commit_max_retry_wait",
         "snapshot_time_retained",
         "changelog_compaction_interval",
+        "consumer_expiration_time",
     }
 )
 

@@ -16,14 +16,13 @@ from typing import Any
 import pyarrow as pa
 
 from mergetable.core.errors import SchemaError, UnsupportedError
-from mergetable.core.model import JsonModel
+from mergetable.core.model import JsonModel, Versioned
 from mergetable.core.options import TableOptions
 
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
 VALUE_KIND = "_VALUE_KIND"
 SYSTEM_COLUMNS = (SEQUENCE_NUMBER, VALUE_KIND)
 RESERVED_PREFIXES = ("_KEY_", "_SEQUENCE_NUMBER", "_VALUE_KIND", "_ROW_KIND", "_row_kind")
-FORMAT_VERSION = 1
 
 TypeJson = str | dict[str, Any]
 
@@ -164,10 +163,9 @@ class DataField(JsonModel):
     description: str | None = None
 
 
-class TableSchema(JsonModel):
+class TableSchema(Versioned):
     """Persisted as ``schema/schema-<id>``."""
 
-    version: int = FORMAT_VERSION
     id: int = 0
     fields: tuple[DataField, ...]
     highest_field_id: int

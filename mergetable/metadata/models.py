@@ -11,10 +11,9 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
 
-from mergetable.core.model import JsonModel
+from mergetable.core.model import FORMAT_VERSION as FORMAT_VERSION
+from mergetable.core.model import JsonModel, Versioned
 from mergetable.core.names import check_stored_name
-
-FORMAT_VERSION = 1
 
 FileName = Annotated[str, AfterValidator(check_stored_name)]
 """A file name recorded in metadata: a bare, visible name, so every path is the table root plus it."""
@@ -60,6 +59,8 @@ class DataFileMeta(JsonModel):
     value_stats: SimpleStats
     value_stats_cols: tuple[str, ...] | None = None
     min_sequence_number: int
+    """Smallest sequence number of the file's records: the committed (effective) number once the file is
+    in a manifest; a writer-local number in a :class:`CommitMessage` that is not committed yet."""
     max_sequence_number: int
     schema_id: int
     level: int
@@ -69,6 +70,13 @@ class DataFileMeta(JsonModel):
     file_source: FileSource = FileSource.APPEND
     write_cols: tuple[str, ...] | None = None
     """Columns this file actually carries values for (a partial write); None = every column."""
+    sequence_offset: int | None = None
+    """Added to every ``_SEQUENCE_NUMBER`` stored in the file to give the record's sequence number, which
+    the committer assigns when the file is committed (format version 2); None = 0 (numbers stored as is)."""
+
+    @property
+    def stored_sequence_offset(self) -> int:
+        return self.sequence_offset or 0
 
     def upgrade(self, level: int) -> DataFileMeta:
         """The same file moved to another level (no rewrite)."""
@@ -88,10 +96,9 @@ class ManifestEntry(JsonModel):
         return (self.partition, self.bucket, self.file.level, self.file.file_name)
 
 
-class ManifestFile(JsonModel):
+class ManifestFile(Versioned):
     """Content of ``manifest/manifest-<uuid>-<n>``."""
 
-    version: int = FORMAT_VERSION
     entries: tuple[ManifestEntry, ...]
 
 
@@ -116,17 +123,15 @@ class ManifestFileMeta(JsonModel):
     max_level: int
 
 
-class ManifestList(JsonModel):
+class ManifestList(Versioned):
     """Content of ``manifest/manifest-list-<uuid>-<n>``."""
 
-    version: int = FORMAT_VERSION
     manifests: tuple[ManifestFileMeta, ...]
 
 
-class Snapshot(JsonModel):
+class Snapshot(Versioned):
     """Content of ``snapshot/snapshot-<id>``: the state of the table after one commit."""
 
-    version: int = FORMAT_VERSION
     id: int
     schema_id: int
     base_manifest_list: FileName
@@ -144,6 +149,9 @@ class Snapshot(JsonModel):
     changelog_record_count: int | None = None
     watermark: int | None = None
     properties: dict[str, str] | None = None
+    next_sequence_number: int | None = None
+    """Every sequence number below it is taken: the next data commit numbers its records from here
+    (format version 2; absent in version 1 snapshots, where it is one past the largest live number)."""
 
 
 class Tag(Snapshot):
@@ -187,6 +195,8 @@ class CommitMessage(JsonModel):
 
 
 class ConsumerProgress(JsonModel):
+    """Content of ``consumer/consumer-<id>``: the first snapshot a named streaming reader has not read yet."""
+
     next_snapshot: int
 
 
@@ -198,5 +208,6 @@ MODELS: tuple[type[JsonModel], ...] = (
     ManifestList,
     Snapshot,
     Tag,
+    ConsumerProgress,
     CommitMessage,
 )

@@ -3,29 +3,22 @@
 * :func:`delta_splits` — the files the APPEND/OVERWRITE commits in the range added, planned as splits of a
   read that merges them per key (Paimon's ``delta`` incremental scan). The split reader reads them like any
   other split: what comes out is, per key, the merge of the records written in the range.
-* :func:`read_changelog` — the table's changelog in the range, oldest snapshot first, with a ``_row_kind``
-  column (``+I`` ``-U`` ``+U`` ``-D``). With a changelog producer it is the content of the changelog files
-  the snapshots list (input: written with the data; lookup and full-compaction: written by compactions).
-  Without one it is derived from each data commit's merged delta: the merged record's kind, a retract
-  becoming ``-D``.
+* :func:`resolve_range` / :func:`resolve_timestamp_range` — the snapshot ids of a range given by ids,
+  tags or timestamps. The changes of a range, with their row kinds, are planned in
+  :mod:`mergetable.read.changes`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import pyarrow as pa
-
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.snapshots import SnapshotManager, TagManager
-from mergetable.core.errors import MergeTableError
-from mergetable.core.options import ChangelogProducer
+from mergetable.core.errors import MergeTableError, SnapshotNotFoundError
 from mergetable.core.predicates import Conjunct
 from mergetable.core.rowkind import ROW_KIND_COLUMN as ROW_KIND
-from mergetable.core.rowkind import RowKind, is_retract, kinds_to_strings
-from mergetable.core.schema import VALUE_KIND, TableSchema
+from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import CommitKind, FileKind, ManifestEntry, Snapshot
-from mergetable.read.reader import SplitReader
 from mergetable.read.scan import KeyComparator, Planner, Split, interval_partition
 
 SnapshotRef = int | str
@@ -53,6 +46,24 @@ def _snapshot_id(tags: TagManager, ref: SnapshotRef) -> int:
     if text.isdigit():
         return int(text)
     return tags.get(text).id
+
+
+def resolve_timestamp_range(snapshots: SnapshotManager, start_ms: int, end_ms: int) -> tuple[int, int]:
+    """``incremental-between-timestamp``: the snapshots committed in ``(start_ms, end_ms]``, as an id range."""
+    if start_ms > end_ms:
+        raise MergeTableError(f"incremental range start {start_ms} is after its end {end_ms}")
+    ids = snapshots.list_ids()
+    if not ids:
+        return 0, 0
+    start = _id_at(snapshots, start_ms, ids[0] - 1)
+    return start, max(start, _id_at(snapshots, end_ms, ids[0] - 1))
+
+
+def _id_at(snapshots: SnapshotManager, timestamp_ms: int, default: int) -> int:
+    try:
+        return snapshots.at_or_before(timestamp_ms).id
+    except SnapshotNotFoundError:
+        return default
 
 
 def snapshots_between(snapshots: SnapshotManager, start: int, end: int) -> list[Snapshot]:
@@ -89,53 +100,10 @@ def delta_splits(
     return splits
 
 
-def read_changelog(
-    manifests: ManifestIO,
-    snapshots: Sequence[Snapshot],
-    schema: TableSchema,
-    reader: SplitReader,
-) -> pa.Table:
-    """The changelog of ``snapshots`` (in order) with the reader's columns plus ``_row_kind``."""
-    parts: list[pa.Table] = []
-    for snap in snapshots:
-        if schema.table_options.changelog_producer is ChangelogProducer.NONE:
-            for split in delta_splits(manifests, [snap], schema, reader.dnf):
-                parts.extend(_derived(reader, split))
-        else:
-            for e in manifests.changelog_entries(snap):
-                split = Split(snap.id, e.partition, e.bucket, (), e.total_buckets)
-                parts.append(_with_kind(reader, reader.read_file(split, e.file, None)))
-    out_schema = reader.out_schema.append(pa.field(ROW_KIND, pa.string(), False))
-    parts = [p for p in parts if p.num_rows]
-    return pa.concat_tables(parts) if parts else out_schema.empty_table()
-
-
-def _derived(reader: SplitReader, split: Split) -> list[pa.Table]:
-    out = []
-    for kv in reader.read_split_kv(split):
-        kinds = kv.column(VALUE_KIND).to_numpy()
-        retract = is_retract(kinds)
-        if retract.any():
-            kinds = kinds.copy()
-            kinds[retract] = RowKind.DELETE
-            i = kv.schema.get_field_index(VALUE_KIND)
-            kv = kv.set_column(i, kv.schema.field(i), pa.array(kinds, pa.int8()))
-        out.append(_with_kind(reader, kv))
-    return out
-
-
-def _with_kind(reader: SplitReader, kv: pa.Table) -> pa.Table:
-    if reader.filter_expr is not None and kv.num_rows:
-        kv = kv.filter(reader.filter_expr)
-    kinds = kinds_to_strings(kv.column(VALUE_KIND))
-    out = kv.select(reader.columns).cast(reader.out_schema)
-    return out.append_column(pa.field(ROW_KIND, pa.string(), False), kinds)
-
-
 def bucket_order(bucket_id: tuple[tuple[str | None, ...], int]) -> tuple[tuple[str, ...], int]:
     """Sort key of a (partition, bucket): partitions by their values (null first), then bucket."""
     partition, bucket = bucket_id
     return tuple("" if v is None else v for v in partition), bucket
 
 
-__all__ = ["ROW_KIND", "delta_splits", "read_changelog", "resolve_range", "snapshots_between"]
+__all__ = ["ROW_KIND", "bucket_order", "delta_splits", "resolve_range", "resolve_timestamp_range", "snapshots_between"]

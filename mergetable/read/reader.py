@@ -7,7 +7,6 @@ merged with one stable sort + per-key selection. Value filters are applied exact
 
 from __future__ import annotations
 
-import itertools
 import os
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
@@ -27,6 +26,7 @@ from mergetable.merge import MergeFunction
 from mergetable.merge.base import WRITE_MASK, drop_write_mask, with_write_mask
 from mergetable.metadata.models import DataFileMeta
 from mergetable.read.datafile import read_data_file
+from mergetable.read.order import effective_sequence, oldest_first, sequence_ordered
 from mergetable.read.scan import Split
 
 
@@ -47,6 +47,7 @@ class SplitReader:
         self.paths = PathFactory.for_table(fileio.root, schema)
         self.columns = list(columns) if columns is not None else list(schema.column_names)
         self.dnf = dnf
+        self.snapshot_ordering = schema.table_options.sequence_snapshot_ordering
         # Parquet statistics leave NaN out, and pyarrow then skips row groups holding the NaNs a filter
         # matches: filters on float columns are applied after reading instead.
         self.row_group_pruning = not any(
@@ -90,6 +91,8 @@ class SplitReader:
         if not plain and not sequenced:
             seq = pa.array(np.full(table.num_rows, f.max_sequence_number, dtype=np.int64))
             table = table.append_column(SEQUENCE_NUMBER, seq).select(self.read_columns)
+        elif not plain:
+            table = effective_sequence(table, f, self.snapshot_ordering)
         if not table.schema.equals(schema):
             table = table.cast(schema)
         if f.write_cols is not None and not plain:
@@ -109,15 +112,15 @@ class SplitReader:
         if len(runs) == 1 and not partial:
             tables = [self.read_file(split, f, self.key_filter) for f in runs[0]]
             return _concat(tables, self.read_schema)
-        ordered = sorted(runs, key=lambda r: min(f.min_sequence_number for f in r))
-        ranges = [(min(f.min_sequence_number for f in r), max(f.max_sequence_number for f in r)) for r in ordered]
-        seq_ordered = all(a[1] < b[0] for a, b in itertools.pairwise(ranges))
-        # With runs in ascending, disjoint sequence ranges, each file's maximum orders the records of a key
-        # exactly as their own sequence numbers do (keys are unique within a run), so those need not be read.
+        # Files oldest first: the stable merge sort then breaks sequence ties by file age (read.order).
+        files = oldest_first(f for r in runs for f in r)
+        seq_ordered = sequence_ordered(files)
+        # With ascending, disjoint sequence ranges, each file's maximum orders the records of a key exactly as
+        # their own sequence numbers do (keys are unique within a level), so those need not be read.
         if seq_ordered and not exact_sequence:
-            tables = [self.read_file(split, f, self.key_filter, sequenced=False) for r in ordered for f in r]
+            tables = [self.read_file(split, f, self.key_filter, sequenced=False) for f in files]
         else:
-            tables = [self.read_file(split, f, self.key_filter) for r in ordered for f in r]
+            tables = [self.read_file(split, f, self.key_filter) for f in files]
         if partial:
             tables = [t if WRITE_MASK in t.schema.names else with_write_mask(t, self.schema) for t in tables]
         rows = _concat(tables, tables[0].schema if tables else self.read_schema)

@@ -145,11 +145,17 @@ class Planner:
         return out
 
     def plan(
-        self, snapshot: Snapshot | None, dnf: list[Conjunct] | None, target_split_size: int = DEFAULT_SPLIT_SIZE
+        self,
+        snapshot: Snapshot | None,
+        dnf: list[Conjunct] | None,
+        target_split_size: int = DEFAULT_SPLIT_SIZE,
+        min_level: int = 0,
     ) -> list[Split]:
+        """Splits of ``snapshot``'s live files (only those at ``min_level`` or above)."""
         if snapshot is None:
             return []
-        entries = self.prune(self.manifests.live_entries(snapshot), dnf)
+        live = [e for e in self.manifests.live_entries(snapshot) if e.file.level >= min_level]
+        entries = self.prune(live, dnf)
         by_bucket: dict[tuple[Partition, int], list[ManifestEntry]] = {}
         for e in entries:
             by_bucket.setdefault((e.partition, e.bucket), []).append(e)

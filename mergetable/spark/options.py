@@ -19,12 +19,17 @@ from mergetable.core.read_options import READ_OPTION_KEYS, TIME_TRAVEL_OPTIONS, 
 from mergetable.core.storage import STORAGE_JSON, STORAGE_PREFIX, storage_options
 from mergetable.core.write_options import WRITE_KEYS, WRITE_TUNABLES, restore_field_case, table_uri
 from mergetable.core.write_options import WriteOptions as CoreWriteOptions
+from mergetable.read.scan_modes import INCREMENTAL_KEYS, STREAM_KEYS
 from mergetable.spark.write_modes import MODE_KEYS
 
 _SPARK_READ_KEYS = ("path", "pushdown", "batch-size")
 #: Default rows per Arrow batch a Spark reader yields (``batch-size``).
 DEFAULT_BATCH_SIZE = 256 * 1024
-READ_KEYS = frozenset({*_SPARK_READ_KEYS, STORAGE_JSON, *READ_OPTION_KEYS})
+#: Paimon Spark's switch for change rows, and Delta's spelling of it (lower case, as Spark passes keys)
+READ_CHANGELOG_KEYS = ("read.changelog", "readchangefeed")
+#: change data: Paimon's streaming and incremental options and the change-row switches
+CHANGE_KEYS = frozenset({*STREAM_KEYS, *INCREMENTAL_KEYS, *READ_CHANGELOG_KEYS})
+READ_KEYS = frozenset({*_SPARK_READ_KEYS, STORAGE_JSON, *READ_OPTION_KEYS, *CHANGE_KEYS})
 
 
 # -- reading ---------------------------------------------------------------------------------------------

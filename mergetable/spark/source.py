@@ -18,12 +18,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql.datasource import DataSource, DataSourceReader
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
 from pyspark.sql.types import StructType
 
 from mergetable.core.errors import SnapshotNotFoundError
 from mergetable.core.filters import bind_filters
 from mergetable.core.read_options import ReadRequest
+from mergetable.read.scan_modes import StreamOptions
+from mergetable.spark.changes import (
+    MergeTableStreamReader,
+    batch_change_reader,
+    split_audit_log,
+    wants_changes,
+    with_row_kind,
+)
 from mergetable.spark.options import ReadOptions
 from mergetable.spark.reader import MergeTableReader, PushdownMergeTableReader, created_for_pushdown
 from mergetable.spark.system import SystemRead, SystemTableReader, per_query, without_resolve_option
@@ -61,7 +69,13 @@ class MergeTableDataSource(DataSource):
 
     # -- reading ----------------------------------------------------------------------------------
     def _read_options(self) -> ReadOptions:
-        return ReadOptions.parse(without_resolve_option(self.options))
+        options = without_resolve_option(self.options)
+        path, self._audit_log = split_audit_log(str(options.get("path", "")))
+        return ReadOptions.parse({**options, "path": path} if self._audit_log else options)
+
+    def _changes(self) -> bool:
+        """Whether this read returns change rows (``$audit_log``, ``read.changelog``, a stream's options)."""
+        return bool(getattr(self, "_audit_log", False)) or wants_changes(self.options)
 
     def _pinned_snapshot(self, table: Table, opts: ReadOptions) -> int | None:
         if per_query(self.options):
@@ -78,15 +92,19 @@ class MergeTableDataSource(DataSource):
         opts = self._read_options()
         table = open_table(opts.uri, opts.storage)
         self._pinned_snapshot(table, opts)
-        return spark_schema(table.schema, opts.columns)
+        schema = spark_schema(table.schema, opts.columns)
+        return with_row_kind(schema, self._audit_log) if self._changes() else schema
 
     def reader(self, schema: StructType) -> DataSourceReader:
         if (system := SystemRead.of(self.options)) is not None:
             return SystemTableReader(system, schema)
         opts = self._read_options()
         table = open_table(opts.uri, opts.storage)
-        spark_schema(table.schema, schema.fieldNames())  # a user-given schema must name table columns
         dnf = bind_filters(opts.request.filter, table.schema)
+        if self._changes():
+            snapshot = self._pinned_snapshot(table, opts)
+            return batch_change_reader(table, schema, self.options, snapshot, dnf, opts.batch_size)
+        spark_schema(table.schema, schema.fieldNames())  # a user-given schema must name table columns
         pushdown = opts.pushdown == "true" or (opts.pushdown == "auto" and pushdown_scoped_per_scan())
         cls: type[MergeTableReader] = MergeTableReader
         if pushdown and created_for_pushdown():
@@ -95,6 +113,11 @@ class MergeTableDataSource(DataSource):
             cls = LatestPerQueryReader
         snapshot = self._pinned_snapshot(table, opts)
         return cls(table, snapshot, schema, dnf, opts.split_size, opts.batch_size, opts.request.incremental_between)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        opts = self._read_options()
+        table = open_table(opts.uri, opts.storage)
+        return MergeTableStreamReader(table, schema, StreamOptions.parse(self.options), opts.batch_size)
 
     # -- writing ----------------------------------------------------------------------------------
     def writer(self, schema: StructType, overwrite: bool) -> MergeTableWriter:

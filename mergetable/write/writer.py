@@ -29,6 +29,10 @@ Discard = Callable[[Sequence[CommitMessage]], object]
 class TableWriter:
     """Buffers rows per (partition, bucket) and writes pre-merged level-0 files.
 
+    Records are numbered per bucket in input order from ``next_sequence(partition, bucket)`` (0 for the
+    commit tier's seeds): writer-local numbers, which the committer shifts above every earlier commit's
+    (:mod:`mergetable.commit.sequence`).
+
     Memory is bounded by ``write-buffer-size``: when the buffered Arrow data exceeds it, every bucket
     is flushed to level-0 files. ``prepare_commit`` flushes the rest and returns one
     :class:`CommitMessage` per touched bucket. Nothing is visible until those messages are committed.

@@ -180,6 +180,25 @@ def test_append_upserts_and_each_job_is_one_snapshot(spark: SparkSession, tmp_pa
     assert not (Path(uri) / STAGING_DIR).exists()
 
 
+def test_tasks_of_one_job_apply_in_partition_order_and_jobs_in_commit_order(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    uri = str(tmp_path / "t")
+
+    def job(tag: str) -> DataFrame:  # one row of key 1 in each of 4 Spark partitions
+        ids = spark.range(0, 4, numPartitions=4)
+        return ids.select(
+            F.lit(1).cast("long").alias("id"), F.concat(F.lit(tag), F.col("id").cast("string")).alias("v")
+        )
+
+    job("a").write.format("mergetable").mode("append").option("primary-key", "id").option("bucket", "1").save(uri)
+    assert [r.v for r in _read(spark, uri).collect()] == ["a3"]  # the last partition's row
+    job("b").write.format("mergetable").mode("append").save(uri)
+    assert [r.v for r in _read(spark, uri).collect()] == ["b3"]  # the later commit
+    mt.open_table(uri).compact(full=True)
+    assert [r.v for r in _read(spark, uri).collect()] == ["b3"]
+
+
 def test_overwrite_whole_table_and_dynamic_partitions(spark: SparkSession, tmp_path: Path) -> None:
     plain = str(tmp_path / "plain")
     _orders(spark, [(1, "a", 1.0, "x"), (2, "b", 2.0, "x")]).write.format("mergetable").mode("overwrite").option(
