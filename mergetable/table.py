@@ -16,12 +16,19 @@ import pyarrow as pa
 from mergetable.commit.committer import publish
 from mergetable.commit.discard import discard_uncommitted
 from mergetable.commit.overwrite import check_partitions
+from mergetable.commit.restore import restore
 from mergetable.commit.schemas import SchemaManager
 from mergetable.commit.sequence import sequence_seeds
 from mergetable.commit.store import TableStore
 from mergetable.commit.txn import committed_version
 from mergetable.compaction.job import CompactionJob, Executor, Progress
-from mergetable.core.errors import AlreadyCommittedError, SchemaError, TableExistsError, TableNotFoundError
+from mergetable.core.errors import (
+    AlreadyCommittedError,
+    MergeTableError,
+    SchemaError,
+    TableExistsError,
+    TableNotFoundError,
+)
 from mergetable.core.fileio import FileIO
 from mergetable.core.filters import bind_filters
 from mergetable.core.options import DEFAULT_SPLIT_SIZE
@@ -37,6 +44,7 @@ from mergetable.read.count import count_rows
 from mergetable.read.reader import SplitReader
 from mergetable.read.request import plan_request, resolve_travel
 from mergetable.read.scan import Split
+from mergetable.read.system_tables import system_table
 from mergetable.write.input import RowKindArg, to_arrow_table
 from mergetable.write.writer import TableWriter
 
@@ -299,6 +307,34 @@ class Table(TableStore, ChangeData):
         """
         travel = TimeTravel.of(snapshot_id, timestamp_ms, tag, version)
         return resolve_travel(self._snapshots, self._tags, travel)
+
+    def restore(
+        self, snapshot_id: int | None = None, timestamp_ms: int | None = None, tag: str | None = None
+    ) -> Snapshot | None:
+        """Commit a new snapshot with the state of an earlier one (Delta's RESTORE; nothing is removed).
+
+        See ``docs/evolution.md``. Returns None when the latest snapshot already has exactly those files.
+
+        Example:
+            >>> t.restore(snapshot_id=1).properties
+            {'restored-from': '1'}
+        """
+        target = self.resolve_snapshot(snapshot_id, timestamp_ms, tag)
+        if target is None:
+            raise MergeTableError("cannot restore an empty table (no snapshot yet)")
+        return restore(self.fileio, self.table_schema, target)
+
+    def system_table(self, name: str, **time_travel: Any) -> pa.Table:
+        """Paimon's system table ``name`` (``snapshots``, ``files``, ``tags``, ...) as an Arrow table.
+
+        ``time_travel``: ``snapshot_id``, ``tag`` or ``timestamp_ms`` for the tables that have it; see
+        ``docs/evolution.md``.
+
+        Example:
+            >>> t.system_table("snapshots").column("snapshot_id").to_pylist()
+            [1, 2]
+        """
+        return system_table(self.fileio, self.table_schema, name, **time_travel)
 
     # -- reading ----------------------------------------------------------------------------------
     def plan(

@@ -2,6 +2,7 @@
 
     mergetable compact URI [--full] [--partition k=v[,k=v]]...
     mergetable describe | snapshots | files | read | changelog | tags | consumers | expire | orphans URI ...
+    mergetable rollback URI --snapshot N | --tag T
 
 Every command takes ``--json`` (machine-readable output) and ``--storage-option k=v`` (repeatable, passed
 to fsspec, e.g. ``endpoint_url=http://…``). Errors print one line on stderr and exit with status 1
@@ -90,6 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("expire", parents=[common], help="expire snapshots per the table's snapshot.* options")
     p.set_defaults(run=_expire)
+
+    p = sub.add_parser("rollback", parents=[common], help="make a snapshot or tag the latest, removing later ones")
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--snapshot", type=int, default=None, help="the snapshot id to roll back to")
+    target.add_argument("--tag", default=None, help="the tag to roll back to")
+    p.set_defaults(run=_rollback)
 
     p = sub.add_parser("orphans", parents=[common], help="remove files no snapshot or tag references")
     p.add_argument("--older-than-ms", type=int, default=None, help="only files older than this (default: 1 day ago)")
@@ -288,6 +295,12 @@ def _expire(table: Table, args: argparse.Namespace, out: Output) -> None:
     result = table.expire_snapshots()
     data = {"expired_snapshots": result.expired_snapshots, "deleted_files": len(result.deleted_files)}
     out.emit(data, f"expired {len(result.expired_snapshots)} snapshot(s), deleted {len(result.deleted_files)} file(s)")
+
+
+def _rollback(table: Table, args: argparse.Namespace, out: Output) -> None:
+    r = table.rollback_to(snapshot_id=args.snapshot, tag=args.tag)
+    data = {"snapshot": r.snapshot_id, "removed_snapshots": r.removed_snapshots, "removed_tags": r.removed_tags}
+    out.emit(data, f"rolled back to snapshot {r.snapshot_id}: removed {len(r.removed_snapshots)} snapshot(s)")
 
 
 def _orphans(table: Table, args: argparse.Namespace, out: Output) -> None:

@@ -113,6 +113,13 @@ class Committer:
             out.append(self._commit_with_retry(compact_msgs, CommitKind.COMPACT, identifier, None, properties))
         return out
 
+    def commit_kind(
+        self, messages: Sequence[CommitMessage], kind: CommitKind, identifier: int, properties: dict[str, str]
+    ) -> Snapshot:
+        """Commit the data increment of ``messages`` as one snapshot of ``kind`` with conflict checks
+        (a restore: OVERWRITE whose deleted files must still be live)."""
+        return self._commit_with_retry(messages, kind, identifier, None, properties)
+
     # -- the retry loop ------------------------------------------------------------------------------
     def _commit_with_retry(
         self,

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from mergetable.commit.consumers import ConsumerManager
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.orphans import DAY_MS, candidates, check_cutoff
+from mergetable.commit.restore import RESTORED_FROM
 from mergetable.commit.snapshots import SnapshotManager, TagManager
 from mergetable.core.fileio import FileIO
 from mergetable.core.paths import PathFactory
@@ -30,6 +31,7 @@ __all__ = ["DAY_MS", "ExpireResult", "expire_snapshots", "remove_orphan_files", 
 class ExpireResult:
     expired_snapshots: list[int] = field(default_factory=list)
     deleted_files: list[str] = field(default_factory=list)
+    expired_tags: list[str] = field(default_factory=list)
     expired_consumers: list[str] = field(default_factory=list)
 
 
@@ -77,7 +79,10 @@ def expire_snapshots(fileio: FileIO, schema: TableSchema, now_ms: int | None = N
     kept_manifests: set[str] = set()
     for sid in range(end, latest + 1):
         if snapshots.exists(sid):
-            kept_manifests |= _manifest_names(manifests, snapshots.load(sid))
+            kept = snapshots.load(sid)
+            kept_manifests |= _manifest_names(manifests, kept)
+            if kept.properties and RESTORED_FROM in kept.properties:  # a restore brings deleted files back
+                kept_files.update((e.partition, e.bucket, e.file.file_name) for e in manifests.live_entries(kept))
     for tag in tags:
         kept_manifests |= _manifest_names(manifests, tag)
 

@@ -10,6 +10,8 @@ from mergetable.core.fileio import FileIO
 from mergetable.core.paths import PathFactory, valid_tag_name
 from mergetable.metadata.models import Snapshot, Tag
 
+_LATEST_ATTEMPTS = 10
+
 
 class SnapshotManager:
     def __init__(self, fileio: FileIO) -> None:
@@ -60,8 +62,15 @@ class SnapshotManager:
         return snap
 
     def latest(self) -> Snapshot | None:
-        latest = self.latest_id()
-        return None if latest is None else self.load(latest)
+        for _ in range(_LATEST_ATTEMPTS):
+            latest = self.latest_id()
+            if latest is None:
+                return None
+            try:
+                return self.load(latest)
+            except SnapshotNotFoundError:  # removed meanwhile (a rollback or an expiration): look again
+                continue
+        raise SnapshotNotFoundError(f"the latest snapshot kept disappearing ({_LATEST_ATTEMPTS} attempts)")
 
     def snapshots(self) -> list[Snapshot]:
         return [self.load(i) for i in self.list_ids()]

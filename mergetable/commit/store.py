@@ -8,12 +8,14 @@ examples use ``t``, the table of the ``Table`` example.
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import pyarrow as pa
 
 from mergetable.commit.maintenance import ExpireResult, expire_snapshots, remove_orphan_files
 from mergetable.commit.manifests import ManifestIO
+from mergetable.commit.rollback import RollbackResult, expire_tags, retained_ms, rollback_to
 from mergetable.commit.snapshots import SnapshotManager, TagManager
 from mergetable.core.errors import MergeTableError
 from mergetable.core.fileio import FileIO
@@ -199,8 +201,17 @@ class TableStore:
         """
         return self._snapshots.find_committed(commit_user, identifier, after_snapshot_id)
 
-    def create_tag(self, name: str, snapshot_id: int | None = None, time_retained_ms: int | None = None) -> Tag:
+    def create_tag(
+        self,
+        name: str,
+        snapshot_id: int | None = None,
+        time_retained_ms: int | None = None,
+        time_retained: datetime.timedelta | int | None = None,
+    ) -> Tag:
         """Name a snapshot (default: the latest) so that it is kept and can be read by name.
+
+        ``time_retained`` (a ``timedelta`` or milliseconds; ``time_retained_ms`` is the same in ms): snapshot
+        expiration deletes the tag once its creation time plus this retention has passed, as in Paimon.
 
         Example:
             >>> t.create_tag("v1", snapshot_id=1).id
@@ -211,7 +222,23 @@ class TableStore:
         snap = self.latest_snapshot() if snapshot_id is None else self.snapshot(int(snapshot_id))
         if snap is None:
             raise MergeTableError("cannot tag an empty table (no snapshot yet)")
-        return self._tags.create(name, snap, time_retained_ms)
+        retained = retained_ms(time_retained if time_retained is not None else time_retained_ms)
+        return self._tags.create(name, snap, retained)
+
+    def rollback_to(self, snapshot_id: int | None = None, tag: str | None = None) -> RollbackResult:
+        """Make a snapshot (or a tag's snapshot) the latest again: later snapshots, their changelog and the
+        tags after it are removed, then the files only they used (see ``docs/evolution.md``).
+
+        Raises:
+            SnapshotNotFoundError: The snapshot expired (and no tag holds it) or never existed; nothing changed.
+            RollbackConflictError: Commits landed on the snapshots being removed.
+
+        Example:
+            >>> w = mt.open_table(t.uri); _ = w.write(pa.table({"id": [8], "v": ["h"]}))
+            >>> r = w.rollback_to(snapshot_id=w.latest_snapshot_id() - 1); len(r.removed_snapshots)
+            1
+        """
+        return rollback_to(self.fileio, self.table_schema, snapshot_id, tag)
 
     def delete_tag(self, name: str) -> None:
         """Delete a tag (its snapshot's files go with the next expiration).
@@ -260,14 +287,18 @@ class TableStore:
         return self._manifests.changelog_entries(snapshot)
 
     def expire_snapshots(self, now_ms: int | None = None) -> ExpireResult:
-        """Expire old snapshots per ``snapshot.*`` options, deleting files no kept snapshot or tag uses.
+        """Expire tags past their retention, then old snapshots per ``snapshot.*`` options, deleting files no
+        kept snapshot or tag uses.
 
         Example:
             >>> opts = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"}
             >>> mt.Table(t.fileio, t.table_schema.with_options(opts)).expire_snapshots().expired_snapshots
             [1]
         """
-        return expire_snapshots(self.fileio, self.table_schema, now_ms)
+        tags, tag_files = expire_tags(self.fileio, self.table_schema, now_ms)
+        result = expire_snapshots(self.fileio, self.table_schema, now_ms)
+        result.expired_tags, result.deleted_files = tags, [*tag_files, *result.deleted_files]
+        return result
 
     def remove_orphan_files(
         self, older_than_ms: int | None = None, dry_run: bool = False, force: bool = False

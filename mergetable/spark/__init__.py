@@ -14,8 +14,19 @@ from mergetable.core.extras import require
 
 require("pyspark", "mergetable.spark (the Spark data source)")
 
-from mergetable.spark.api import foreach_batch, read, register, write  # noqa: E402
+from mergetable.spark.api import foreach_batch, read, register, register_view, write  # noqa: E402
 from mergetable.spark.compact import compact  # noqa: E402
+from mergetable.spark.delta import MergeTable  # noqa: E402
 from mergetable.spark.source import DefaultSource, MergeTableDataSource  # noqa: E402
 
-__all__ = ["DefaultSource", "MergeTableDataSource", "compact", "foreach_batch", "read", "register", "write"]
+__all__ = [
+    "DefaultSource",
+    "MergeTable",
+    "MergeTableDataSource",
+    "compact",
+    "foreach_batch",
+    "read",
+    "register",
+    "register_view",
+    "write",
+]

@@ -22,6 +22,7 @@ from mergetable.core.schema import TableSchema
 from mergetable.core.txn import make_txn
 from mergetable.spark.options import WriteOptions
 from mergetable.spark.source import MergeTableDataSource
+from mergetable.spark.system import RESOLVE_SNAPSHOT
 from mergetable.spark.types import arrow_schema_of
 from mergetable.table import open_table, table_exists
 
@@ -40,6 +41,38 @@ def register(spark: SparkSession) -> None:
         2
     """
     spark.dataSource.register(MergeTableDataSource)
+
+
+def register_view(
+    spark: SparkSession, name: str, uri: str, options: dict[str, Any] | None = None, **kwargs: Any
+) -> None:
+    """Create (or replace) the temporary view ``name`` over the table at ``uri``, showing the latest snapshot
+    at each query (a view made from a loaded DataFrame keeps the snapshot it was loaded on).
+
+    Args:
+        spark: the session.
+        name: the view's name.
+        uri: the table's location.
+        options: read options as in ``spark.read.option(...)`` (a time-travel option pins the view).
+        **kwargs: more read options, with ``_`` for ``-``.
+
+    Example:
+        >>> register_view(spark, "orders", "/tmp/tables/orders")  # doctest: +SKIP
+        >>> spark.sql("SELECT count(*) FROM orders").collect()  # doctest: +SKIP
+        [Row(count(1)=2)]
+    """
+    opts = {**_option_map(options, kwargs), RESOLVE_SNAPSHOT: "per-query"}
+    register(spark)
+    spark.read.format("mergetable").options(**opts).load(uri).createOrReplaceTempView(name)
+
+
+def session_modes(spark: SparkSession, opts: dict[str, str], overwrite: bool) -> None:
+    """Pass the session's ``partitionOverwriteMode`` and ``caseSensitive`` to a write unless it sets them."""
+    given = {k.lower() for k in opts}
+    if overwrite and "partitionoverwritemode" not in given:
+        opts["partitionOverwriteMode"] = str(spark.conf.get("spark.sql.sources.partitionOverwriteMode", "static"))
+    if "casesensitive" not in given:
+        opts["caseSensitive"] = str(spark.conf.get("spark.sql.caseSensitive", "false")).lower()
 
 
 def _option_map(options: dict[str, Any] | None, kwargs: dict[str, Any]) -> dict[str, str]:
@@ -94,6 +127,7 @@ def read(
         opts["columns"] = ",".join(columns)
     if filter is not None:
         opts["filter"] = json.dumps(_filter_json(filter), default=str)
+    register(spark)
     return spark.read.format("mergetable").options(**opts).load(uri)
 
 
@@ -160,6 +194,8 @@ def write(
     if txn_app_id is not None or txn_version is not None:
         make_txn(txn_app_id, txn_version)
         opts.update(txnAppId=str(txn_app_id), txnVersion=str(txn_version))
+    register(df.sparkSession)  # a session of its own (newSession, another thread's) may lack the format
+    session_modes(df.sparkSession, opts, overwrite=mode == "overwrite")
     wo = WriteOptions.parse({**opts, "path": uri}, list(df.columns))
     if table_exists(uri, wo.storage):
         schema: TableSchema = open_table(uri, wo.storage).table_schema
@@ -198,4 +234,4 @@ def foreach_batch(
     return write_batch
 
 
-__all__ = ["foreach_batch", "read", "register", "write"]
+__all__ = ["foreach_batch", "read", "register", "register_view", "session_modes", "write"]

@@ -20,6 +20,7 @@ from mergetable.core.storage import STORAGE_JSON, STORAGE_PREFIX, storage_option
 from mergetable.core.write_options import WRITE_KEYS, WRITE_TUNABLES, restore_field_case, table_uri
 from mergetable.core.write_options import WriteOptions as CoreWriteOptions
 from mergetable.read.scan_modes import INCREMENTAL_KEYS, STREAM_KEYS
+from mergetable.spark.write_modes import MODE_KEYS
 
 _SPARK_READ_KEYS = ("path", "pushdown", "batch-size")
 #: Default rows per Arrow batch a Spark reader yields (``batch-size``).
@@ -95,7 +96,8 @@ class WriteOptions(CoreWriteOptions):
     def parse(
         cls, options: Mapping[str, str], columns: list[str], read_keys: frozenset[str] = READ_KEYS
     ) -> WriteOptions:
-        return super().parse(options, columns, read_keys)
+        spark_only = {k: v for k, v in options.items() if str(k).lower() not in MODE_KEYS}  # see write_modes
+        return super().parse(spark_only, columns, read_keys)
 
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:

@@ -35,7 +35,9 @@ from mergetable.spark.changes import (
 from mergetable.spark.options import ReadOptions
 from mergetable.spark.reader import MergeTableReader, PushdownMergeTableReader, created_for_pushdown
 from mergetable.spark.sink import MergeTableStreamWriter, plan_stream_write
+from mergetable.spark.system import SystemRead, SystemTableReader, per_query, without_resolve_option
 from mergetable.spark.types import spark_schema
+from mergetable.spark.views import LatestPerQueryReader
 from mergetable.spark.writer import MergeTableWriter, plan_write
 from mergetable.table import Table, open_table
 
@@ -68,7 +70,7 @@ class MergeTableDataSource(DataSource):
 
     # -- reading ----------------------------------------------------------------------------------
     def _read_options(self) -> ReadOptions:
-        options = dict(self.options)
+        options = without_resolve_option(self.options)
         path, self._audit_log = split_audit_log(str(options.get("path", "")))
         return ReadOptions.parse({**options, "path": path} if self._audit_log else options)
 
@@ -77,6 +79,8 @@ class MergeTableDataSource(DataSource):
         return bool(getattr(self, "_audit_log", False)) or wants_changes(self.options)
 
     def _pinned_snapshot(self, table: Table, opts: ReadOptions) -> int | None:
+        if per_query(self.options):
+            return resolve_snapshot_id(table, opts.request)
         pinned: Any = getattr(self, "_snapshot_id", _UNPINNED)
         if pinned == _UNPINNED:
             pinned = resolve_snapshot_id(table, opts.request)
@@ -84,6 +88,8 @@ class MergeTableDataSource(DataSource):
         return None if pinned is None else int(pinned)
 
     def schema(self) -> StructType:
+        if (system := SystemRead.of(self.options)) is not None:
+            return system.spark_schema()
         opts = self._read_options()
         table = open_table(opts.uri, opts.storage)
         self._pinned_snapshot(table, opts)
@@ -91,6 +97,8 @@ class MergeTableDataSource(DataSource):
         return with_row_kind(schema, self._audit_log) if self._changes() else schema
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        if (system := SystemRead.of(self.options)) is not None:
+            return SystemTableReader(system, schema)
         opts = self._read_options()
         table = open_table(opts.uri, opts.storage)
         dnf = bind_filters(opts.request.filter, table.schema)
@@ -99,7 +107,11 @@ class MergeTableDataSource(DataSource):
             return batch_change_reader(table, schema, self.options, snapshot, dnf, opts.batch_size)
         spark_schema(table.schema, schema.fieldNames())  # a user-given schema must name table columns
         pushdown = opts.pushdown == "true" or (opts.pushdown == "auto" and pushdown_scoped_per_scan())
-        cls = PushdownMergeTableReader if pushdown and created_for_pushdown() else MergeTableReader
+        cls: type[MergeTableReader] = MergeTableReader
+        if pushdown and created_for_pushdown():
+            cls = PushdownMergeTableReader  # planned per scan by Spark: the pinned snapshot is resolved per query
+        elif per_query(self.options) and not opts.request.travel.given and opts.request.incremental_between is None:
+            cls = LatestPerQueryReader
         snapshot = self._pinned_snapshot(table, opts)
         return cls(table, snapshot, schema, dnf, opts.split_size, opts.batch_size, opts.request.incremental_between)
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
-from pyspark.sql.types import StringType, StructType
+from pyspark.sql.types import StringType, StructField, StructType
 
 from mergetable.commit.discard import discard_uncommitted
 from mergetable.core import paths
@@ -42,6 +42,7 @@ from mergetable.merge import validate_merge_options
 from mergetable.metadata.models import CommitMessage
 from mergetable.spark.options import WriteOptions
 from mergetable.spark.types import arrow_schema_of, check_write_schema
+from mergetable.spark.write_modes import case_renames, parse_write_mode
 from mergetable.table import Table, create_table, open_table, table_exists
 
 COMMIT_IDENTIFIER = 1
@@ -59,7 +60,8 @@ class WriteJob:
     storage: dict[str, Any] | None
     schema: TableSchema
     """The table schema with the write's option overrides (never persisted); commits use it."""
-    overwrite: bool
+    overwrite: bool | dict[str, str]
+    """True, or a static partition spec (``replaceWhere``)."""
     create: bool
     job_id: str
     base_snapshot_id: int | None = None
@@ -71,6 +73,8 @@ class WriteJob:
     user: str | None = None
     """The commit user (default: one per job); streaming sinks use the query's, stable across restarts."""
     identifier: int = COMMIT_IDENTIFIER
+    renames: dict[str, str] = field(default_factory=dict)
+    """Data column → table column where only the case differs (``caseSensitive=false``)."""
 
     @property
     def commit_user(self) -> str:
@@ -116,6 +120,12 @@ class TaskCommit(WriterCommitMessage):
         return {f.file_name for m in self.messages for f in (*m.new_files, *m.changelog_files)}
 
 
+def _renamed(schema: StructType, renames: dict[str, str]) -> StructType:
+    if not renames:
+        return schema
+    return StructType([StructField(renames.get(f.name, f.name), f.dataType, f.nullable) for f in schema.fields])
+
+
 def _marker_name(partition_id: int, attempt: int, task_attempt_id: int) -> str:
     return f"{partition_id}-{attempt}-{task_attempt_id}"
 
@@ -138,13 +148,18 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
     if table_exists(wo.uri, wo.storage):
         table = open_table(wo.uri, wo.storage)
         overrides = wo.check_against(table.table_options, table.primary_key, table.partition_keys)
+        mode = parse_write_mode(options, overwrite, table.partition_keys)
+        renames = case_renames([c for c in columns if c not in ignore], table.schema.names, mode.case_sensitive)
         partial = table.table_options.merge_engine is MergeEngine.PARTIAL_UPDATE
-        present = check_write_schema(schema, table.schema, table.primary_key, partial, ignore)
+        present = check_write_schema(_renamed(schema, renames), table.schema, table.primary_key, partial, ignore)
         return WriteJob(
             uri=wo.uri,
             storage=wo.storage,
-            schema=table.table_schema.with_options({**table.table_schema.options, **overrides}),
-            overwrite=overwrite,
+            schema=table.table_schema.with_options(
+                {**table.table_schema.options, **overrides, **mode.option_overrides}
+            ),
+            overwrite=mode.overwrite,
+            renames=renames,
             create=False,
             job_id=job_id,
             base_snapshot_id=table.latest_snapshot_id(),
@@ -160,11 +175,12 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
     data = StructType([f for f in schema.fields if f.name not in ignore])
     created = TableSchema.create(arrow_schema_of(data), wo.primary_key, wo.partition_keys or (), wo.table_options)
     validate_merge_options(created)
+    mode = parse_write_mode(options, overwrite, created.partition_keys)
     return WriteJob(
         uri=wo.uri,
         storage=wo.storage,
-        schema=created,
-        overwrite=overwrite,
+        schema=created.with_options({**created.options, **mode.option_overrides}),
+        overwrite=mode.overwrite,
         create=True,
         job_id=job_id,
         row_kind_column=rk,
@@ -228,6 +244,8 @@ class MergeTableWriter(DataSourceArrowWriter):
 
     def _write_chunk(self, writer: Any, batches: list[pa.RecordBatch]) -> None:
         data = pa.Table.from_batches(batches)
+        if self.job.renames:
+            data = data.rename_columns([self.job.renames.get(n, n) for n in data.column_names])
         kinds = None
         rk = self.job.row_kind_column
         if rk is not None:

@@ -1,0 +1,98 @@
+"""Spark-side write modes: ``partitionOverwriteMode``, Delta's ``replaceWhere`` and column-name case.
+
+A Python data source's writer runs in a Python worker that cannot see the session's SQL configuration, so
+these come as write options (Spark lower-cases their keys):
+
+* ``partitionOverwriteMode`` = ``static`` | ``dynamic`` (Spark's per-write option, which wins over
+  ``spark.sql.sources.partitionOverwriteMode``): with ``mode("overwrite")`` on a partitioned table,
+  ``static`` replaces the whole table and ``dynamic`` only the partitions the data holds. Unset, the table's
+  ``dynamic-partition-overwrite`` decides (default dynamic). :func:`mergetable.spark.write` and ``MergeTable``
+  pass the session's setting for you.
+* ``replaceWhere`` = ``"dt = '2024-01-01' AND region = 'eu'"`` with ``mode("overwrite")``: replace exactly the
+  partitions the predicate names (equalities on partition columns); written rows outside it are refused, as
+  Delta's constraint check does.
+* ``caseSensitive`` = ``false`` (Spark's default for ``spark.sql.caseSensitive``): data columns match table
+  columns whatever their case; ``true`` matches them exactly.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from mergetable.core.errors import OptionsError, SchemaError, UnsupportedError
+
+PARTITION_OVERWRITE_MODE = "partitionoverwritemode"
+REPLACE_WHERE = "replacewhere"
+CASE_SENSITIVE = "casesensitive"
+MODE_KEYS = frozenset({PARTITION_OVERWRITE_MODE, REPLACE_WHERE, CASE_SENSITIVE})
+_EQUALITY = re.compile(r"^\s*`?([^`=\s]+)`?\s*=\s*(?:'((?:[^']|'')*)'|\"([^\"]*)\"|([^\s'\"]+))\s*$")
+
+
+@dataclass(frozen=True)
+class WriteMode:
+    overwrite: bool | dict[str, str] = False
+    option_overrides: dict[str, str] = field(default_factory=dict)
+    case_sensitive: bool = False
+
+
+def parse_replace_where(text: str, partition_keys: Sequence[str]) -> dict[str, str]:
+    """``k = 'v' AND k2 = 3`` on partition columns as a partition spec ``{"k": "v", "k2": "3"}``."""
+    spec: dict[str, str] = {}
+    for part in re.split(r"\s+and\s+", text.strip(), flags=re.IGNORECASE):
+        m = _EQUALITY.match(part)
+        if m is None:
+            raise UnsupportedError(
+                f"replaceWhere '{text}': only equalities on partition columns joined by AND are supported "
+                f"(partition columns: {list(partition_keys)}); for other predicates delete with MergeTable and append"
+            )
+        column = next((k for k in partition_keys if k.lower() == m.group(1).lower()), None)
+        if column is None:
+            raise SchemaError(
+                f"replaceWhere names a column that is not a partition column {list(partition_keys)}", m.group(1)
+            )
+        value = m.group(2).replace("''", "'") if m.group(2) is not None else (m.group(3) or m.group(4))
+        spec[column] = value
+    return spec
+
+
+def parse_write_mode(options: Mapping[str, str], overwrite: bool, partition_keys: Sequence[str]) -> WriteMode:
+    opts = {str(k).lower(): str(v) for k, v in options.items()}
+    overrides: dict[str, str] = {}
+    mode = opts.get(PARTITION_OVERWRITE_MODE)
+    if mode is not None:
+        if mode.strip().lower() not in ("static", "dynamic"):
+            raise OptionsError("partitionOverwriteMode", f"must be static or dynamic, got '{mode}'")
+        overrides["dynamic-partition-overwrite"] = "true" if mode.strip().lower() == "dynamic" else "false"
+    case = opts.get(CASE_SENSITIVE, "false").strip().lower()
+    if case not in ("true", "false"):
+        raise OptionsError("caseSensitive", f"must be true or false, got '{case}'")
+    target: bool | dict[str, str] = overwrite
+    if REPLACE_WHERE in opts:
+        if not overwrite:
+            raise OptionsError("replaceWhere", "needs mode('overwrite')")
+        if not partition_keys:
+            raise UnsupportedError("replaceWhere on an unpartitioned table: use mode('overwrite') or MergeTable.delete")
+        target = parse_replace_where(opts[REPLACE_WHERE], partition_keys)
+    return WriteMode(target, overrides, case == "true")
+
+
+def case_renames(columns: Sequence[str], table_columns: Sequence[str], case_sensitive: bool) -> dict[str, str]:
+    """Data column → table column for names that differ only in case (empty when case-sensitive)."""
+    if case_sensitive:
+        return {}
+    lower: dict[str, list[str]] = {}
+    for c in table_columns:
+        lower.setdefault(c.lower(), []).append(c)
+    out = {}
+    for c in columns:
+        if c in table_columns:
+            continue
+        matches = lower.get(c.lower(), [])
+        if len(matches) == 1:
+            out[c] = matches[0]
+    return out
+
+
+__all__ = ["MODE_KEYS", "WriteMode", "case_renames", "parse_replace_where", "parse_write_mode"]
