@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import Any, Unpack
 
 import pyarrow as pa
 
@@ -36,7 +36,7 @@ from mergetable.core.predicates import Filters
 from mergetable.core.read_options import ReadArgs, ReadRequest, Timestamp, TimeTravel
 from mergetable.core.schema import TableSchema
 from mergetable.core.txn import Txn, make_txn
-from mergetable.interop import Travel, arrow_stream, to_duckdb, to_pandas, to_polars
+from mergetable.interop.views import DataViews
 from mergetable.merge import validate_merge_options
 from mergetable.metadata.models import CommitMessage, Snapshot
 from mergetable.read.change_api import ChangeData
@@ -49,10 +49,6 @@ from mergetable.write.input import RowKindArg, to_arrow_table
 from mergetable.write.writer import TableWriter
 
 log = logging.getLogger(__name__)
-if TYPE_CHECKING:
-    import duckdb
-    import pandas as pd
-    import polars as pl
 
 
 def create_table(
@@ -134,7 +130,7 @@ def table_exists(uri: str, storage_options: dict[str, Any] | None = None) -> boo
     return SchemaManager(FileIO(uri, storage_options)).exists()
 
 
-class Table(TableStore, ChangeData):
+class Table(TableStore, ChangeData, DataViews):
     """A primary-key table: rows merged per key by its merge engine, committed as snapshots.
 
     Obtain one with :func:`create_table` or :func:`open_table`. A ``Table`` holds no open resources and
@@ -414,30 +410,6 @@ class Table(TableStore, ChangeData):
     def count(self, filter: Filters | None = None, **args: Unpack[ReadArgs]) -> int:
         """The number of merged rows (matching ``filter``) of a snapshot, from file metadata where it can."""
         return count_rows(self.split_reader(self.primary_key, filter), self.plan(filter, **args))
-
-    # -- interop: polars, pandas, duckdb, Arrow streams (mergetable.interop) ----------------------------
-    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
-        """The latest merged rows as an Arrow C stream: ``pl.DataFrame(t)``, ``duckdb.sql("from t")``, …"""
-        return arrow_stream(self, requested_schema)
-
-    def to_polars(
-        self, columns: Sequence[str] | None = None, filter: Filters | None = None, lazy: bool = False,
-        **travel: Unpack[Travel],
-    ) -> pl.DataFrame | pl.LazyFrame:  # fmt: skip
-        """A polars DataFrame, or with ``lazy=True`` a LazyFrame pushing projections, filters and limits here."""
-        return to_polars(self, columns, filter, lazy, **travel)
-
-    def to_pandas(
-        self, columns: Sequence[str] | None = None, filter: Filters | None = None, **travel: Unpack[Travel]
-    ) -> pd.DataFrame:
-        """A pandas DataFrame of exact ``pd.ArrowDtype`` columns (dates and decimals are not ``object``)."""
-        return to_pandas(self, columns, filter, **travel)
-
-    def to_duckdb(
-        self, connection: duckdb.DuckDBPyConnection | None = None, **travel: Unpack[Travel]
-    ) -> duckdb.DuckDBPyRelation:
-        """A duckdb relation whose filters and projections are pushed into mergetable's reads."""
-        return to_duckdb(self, connection, **travel)
 
     # -- maintenance ------------------------------------------------------------------------------
     def compaction_job(self, executor: Executor | None = None, progress: Progress | None = None) -> CompactionJob:

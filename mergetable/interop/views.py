@@ -1,0 +1,44 @@
+"""The interop methods of :class:`mergetable.Table`: Arrow C stream, polars, pandas and duckdb views."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Unpack
+
+from mergetable.core.predicates import Filters
+from mergetable.interop.arrow_dataset import to_duckdb
+from mergetable.interop.frames import arrow_stream, to_pandas, to_polars
+from mergetable.interop.scan import ReadableTable, Travel
+
+if TYPE_CHECKING:
+    import duckdb
+    import pandas as pd
+    import polars as pl
+
+
+class DataViews:
+    """Mixin of :class:`mergetable.Table`: each view reads one snapshot (latest unless ``travel`` says)."""
+
+    def __arrow_c_stream__(self: ReadableTable, requested_schema: object | None = None) -> object:
+        """The latest merged rows as an Arrow C stream: ``pl.DataFrame(t)``, ``duckdb.sql("from t")``, …"""
+        return arrow_stream(self, requested_schema)
+
+    def to_polars(
+        self: ReadableTable, columns: Sequence[str] | None = None, filter: Filters | None = None, lazy: bool = False,
+        **travel: Unpack[Travel],
+    ) -> pl.DataFrame | pl.LazyFrame:  # fmt: skip
+        """A polars DataFrame, or with ``lazy=True`` a LazyFrame pushing projections, filters and limits here."""
+        return to_polars(self, columns, filter, lazy, **travel)
+
+    def to_pandas(
+        self: ReadableTable, columns: Sequence[str] | None = None, filter: Filters | None = None,
+        **travel: Unpack[Travel],
+    ) -> pd.DataFrame:  # fmt: skip
+        """A pandas DataFrame of exact ``pd.ArrowDtype`` columns (dates and decimals are not ``object``)."""
+        return to_pandas(self, columns, filter, **travel)
+
+    def to_duckdb(
+        self: ReadableTable, connection: duckdb.DuckDBPyConnection | None = None, **travel: Unpack[Travel]
+    ) -> duckdb.DuckDBPyRelation:
+        """A duckdb relation whose filters and projections are pushed into mergetable's reads."""
+        return to_duckdb(self, connection, **travel)
