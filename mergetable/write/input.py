@@ -232,12 +232,16 @@ def _partition_ids(table: pa.Table, schema: TableSchema) -> tuple[np.ndarray, li
     if not part_keys:
         return np.zeros(table.num_rows, dtype=np.int64), [()]
     strings = partition_strings(table, part_keys)
-    sentinel = "\x00null\x00"
-    combined = pc.binary_join_element_wise(*[pc.fill_null(s, sentinel) for s in strings], "\x01")
-    encoded = pc.dictionary_encode(combined)
-    part_ids = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-    dictionary = encoded.dictionary.to_pylist()
-    return part_ids, [tuple(None if v == sentinel else v for v in str(d).split("\x01")) for d in dictionary]
+    # Each column's own dictionary (nulls encoded too), combined by index: exact for any value and any null;
+    # renumbering after each column keeps the combined ids below the row count.
+    encoded = [pc.dictionary_encode(s, null_encoding="encode") for s in strings]
+    combined = np.zeros(table.num_rows, dtype=np.int64)
+    for e in encoded:
+        combined = combined * len(e.dictionary) + np.asarray(e.indices.to_numpy(zero_copy_only=False), np.int64)
+        _, combined = np.unique(combined, return_inverse=True)
+    distinct, first = np.unique(combined, return_index=True)
+    values = [e.dictionary.take(e.indices.take(pa.array(first))).to_pylist() for e in encoded]
+    return combined.astype(np.int64), [tuple(v[i] for v in values) for i in range(len(distinct))]
 
 
 def partitions_of(table: pa.Table, schema: TableSchema) -> list[tuple[str | None, ...]]:

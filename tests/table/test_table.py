@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -299,3 +300,18 @@ def test_delete_by_key_on_a_table_with_not_null_values(table_uri: str) -> None:
     assert t.read().column("id").to_pylist() == [2]
     with pytest.raises(mt.SchemaError, match="'qty'"):  # an insert still needs its NOT NULL values
         t.write(pa.table({"id": [3], "qty": pa.array([None], pa.int64()), "note": ["c"]}))
+
+
+def test_partition_values_holding_separator_or_sentinel_characters_stay_apart(tmp_path: Path) -> None:
+    schema = pa.schema([("id", pa.int64()), ("a", pa.string()), ("b", pa.string())])
+    t = mt.create_table(str(tmp_path / "t"), schema, ["id", "a", "b"], partition_keys=["a", "b"])
+    rows = pa.table(
+        {
+            "id": [1, 2, 3, 4, 5],
+            "a": ["x\x01y", "x", "q", "\x00null\x00", "x"],
+            "b": ["z", "y\x01z", "q", "w", "y\x01z"],
+        }
+    )
+    t.write(rows)
+    assert sorted(t.read().to_pylist(), key=lambda r: r["id"]) == rows.to_pylist()
+    assert len({(p, b) for p, b, _ in t.files()}) == 4
