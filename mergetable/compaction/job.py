@@ -29,6 +29,7 @@ from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.snapshots import SnapshotManager
 from mergetable.compaction.compaction import BucketCompactor
 from mergetable.core.errors import (
+    ArgumentError,
     CommitConflictError,
     CommitStateUnknownError,
     SchemaError,
@@ -319,6 +320,10 @@ def partition_selector(
     meaning null). None selects everything."""
     if partitions is None:
         return lambda b: True
+    if isinstance(partitions, Mapping | str) or any(not isinstance(s, Mapping) for s in partitions):
+        raise ArgumentError(
+            "partitions", f"expected a list of partition specs such as [{{'dt': '2024-01-01'}}], got {partitions!r}"
+        )
     keys = schema.partition_keys
     default = schema.table_options.partition_default_name
     specs: list[list[tuple[int, str | None]]] = []
