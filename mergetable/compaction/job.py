@@ -20,7 +20,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
 from typing import Any
 
 from mergetable.commit.committer import Committer
@@ -38,6 +37,7 @@ from mergetable.core.errors import (
 from mergetable.core.fileio import FileIO
 from mergetable.core.model import JsonModel
 from mergetable.core.options import ChangelogProducer
+from mergetable.core.progress import Progress as Progress
 from mergetable.core.schema import TableSchema
 from mergetable.merge import MergeFunction
 from mergetable.metadata.models import CommitKind, CommitMessage, DataFileMeta, ManifestEntry, Snapshot
@@ -68,13 +68,6 @@ class BucketPlan(JsonModel):
 Executor = Callable[[Sequence[BucketPlan]], list[CommitMessage]]
 """Runs :func:`run_plan` for every plan (anywhere) and returns the non-empty messages."""
 
-
-@dataclass
-class Progress:
-    """Hooks a caller can use to show progress: ``start(total_buckets)`` then ``advance()`` per bucket."""
-
-    start: Callable[[int], None] = lambda total: None
-    advance: Callable[[], None] = lambda: None
 
 
 def run_plan(fileio: FileIO, schema: TableSchema, merge_function: MergeFunction, plan: BucketPlan) -> CommitMessage:

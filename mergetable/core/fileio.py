@@ -23,6 +23,7 @@ from fsspec.implementations.memory import MemoryFileSystem
 from mergetable.core import paths
 from mergetable.core.arguments import location, mapping
 from mergetable.core.errors import ArgumentError, CommitStateUnknownError, MissingExtraError, OptionsError
+from mergetable.core.progress import current as current_progress
 
 _MEMORY_LOCK = threading.Lock()
 
@@ -175,13 +176,16 @@ class FileIO:
             self.fs.rm_file(path)
 
     def delete_quietly(self, paths: list[str]) -> list[str]:
-        """Delete files, returning the ones that could not be deleted."""
+        """Delete files, returning the ones that could not be deleted (steps of the current progress, if any)."""
         failed = []
+        progress = current_progress()
+        progress.start(len(paths))
         for p in paths:
             try:
                 self.delete(p)
             except OSError:
                 failed.append(p)
+            progress.advance()
         return failed
 
 
