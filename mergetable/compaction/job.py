@@ -69,7 +69,6 @@ Executor = Callable[[Sequence[BucketPlan]], list[CommitMessage]]
 """Runs :func:`run_plan` for every plan (anywhere) and returns the non-empty messages."""
 
 
-
 def run_plan(fileio: FileIO, schema: TableSchema, merge_function: MergeFunction, plan: BucketPlan) -> CommitMessage:
     """Compact one planned bucket; an empty message when nothing was worth doing."""
     compactor = BucketCompactor(fileio, schema, merge_function)

@@ -24,6 +24,11 @@ from mergetable.core.errors import MergeTableError
 MINIMUM = 65
 
 
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return Path(make_ctx(tmp_path_factory.mktemp("template")).uri)
+
+
 def word_of(mistake: Mistake | CliMistake, ctx: Ctx) -> str:
     return mistake.word(ctx) if callable(mistake.word) else mistake.word
 
@@ -36,8 +41,8 @@ def test_the_catalogue_is_large_and_its_entries_distinct() -> None:
 
 
 @pytest.mark.parametrize("mistake", CATALOGUE, ids=lambda m: m.id)
-def test_api_mistake(mistake: Mistake, tmp_path: Path) -> None:
-    ctx = make_ctx(tmp_path)
+def test_api_mistake(mistake: Mistake, tmp_path: Path, template: Path) -> None:
+    ctx = make_ctx(tmp_path, template)
     before = tree(Path(ctx.uri))
     with without_module(mistake.without):
         try:
@@ -66,8 +71,8 @@ def run_main(argv: list[str]) -> tuple[int, str, str]:
 
 
 @pytest.mark.parametrize("mistake", CLI, ids=lambda m: m.id)
-def test_cli_mistake(mistake: CliMistake, tmp_path: Path) -> None:
-    ctx = make_ctx(tmp_path)
+def test_cli_mistake(mistake: CliMistake, tmp_path: Path, template: Path) -> None:
+    ctx = make_ctx(tmp_path, template)
     before = tree(Path(ctx.uri))
     word = word_of(mistake, ctx)
     argv = mistake.argv(ctx)
