@@ -101,7 +101,8 @@ def _write(reader: pa.RecordBatchReader, fmt: str, limit: int, sink: IO[Any]) ->
 
 def _parquet(schema: pa.Schema, batches: Iterator[pa.RecordBatch], sink: IO[bytes]) -> int:
     rows = 0
-    with pq.ParquetWriter(sink, schema) as writer:
+    # Dictionary encoding of high-cardinality columns costs more than the merged read itself: off for exports.
+    with pq.ParquetWriter(sink, schema, use_dictionary=False) as writer:
         for batch in batches:
             writer.write_batch(batch)
             rows += batch.num_rows
