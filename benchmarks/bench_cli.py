@@ -6,8 +6,8 @@ goal compares the CLI's time *minus* that startup with ``t.read()``: the CLI str
 Parquet file, and should cost at most 1.5× the in-process read. Like for like, both are a process's first
 read of the table (``t.read()`` right after ``open_table`` in a fresh interpreter: a command line never
 reads warm); the warm figure of repeated reads in one process is printed beside it. The split is measured
-inside the CLI's own process (the clock read after the imports and after ``main``), which a loaded machine disturbs far less than
-subtracting two separate process timings; the whole command's wall time and the bare startup
+inside the CLI's own process (the clock read after the imports and after ``main``), which a loaded machine
+disturbs far less than subtracting two separate process timings; the whole command's wall time and the bare startup
 (``python -c "import mergetable.cli.main"``) are printed beside it.
 
 Run: ``python benchmarks/bench_cli.py [--rows 1000000] [--commits 3]``.
