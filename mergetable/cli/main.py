@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"mergetable {mergetable.__version__}")
     parser.add_argument("--json", action="store_true", help="print results as JSON")
     parser.add_argument("--storage-option", action="append", default=[], metavar="K=V", help="fsspec storage option")
-    common = argparse.ArgumentParser(add_help=False)
+    common = Parser(add_help=False)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print results as JSON")
     common.add_argument(
         "--storage-option", action="append", default=argparse.SUPPRESS, metavar="K=V", help="fsspec storage option"

@@ -61,7 +61,7 @@ def location(value: Any, argument: str = "uri") -> str:
     if isinstance(value, str) and value.strip():
         return value
     if isinstance(value, os.PathLike):
-        return os.fspath(value)  # type: ignore[return-value]
+        return os.fspath(value)
     raise ArgumentError(argument, f"expected a path or URL string, got {type(value).__name__} {value!r}")
 
 
