@@ -18,7 +18,9 @@ and stdout stays empty; without it, one line ``mergetable: error: <message>`` on
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import NoReturn
@@ -85,6 +87,10 @@ def guarded(run: Callable[[], None], as_json: bool, uri: Callable[[], str | None
     """Run a command: 0 when it succeeds, else the failure :func:`report` printed."""
     try:
         run()
+    except BrokenPipeError:  # the reader of stdout went away (`mergetable read … | head`): not a failure
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except (Exception, KeyboardInterrupt) as exc:
         return report(exc, as_json, uri())
     return EXIT_OK

@@ -96,6 +96,20 @@ def test_an_unexpected_failure_is_one_line_with_its_own_status(
     }
 
 
+def test_a_closed_pipe_ends_the_read_quietly(tmp_path: Path) -> None:
+    t = mt.create_table(str(tmp_path / "big"), pa.schema([("id", pa.int64())]), ["id"])
+    t.write(pa.table({"id": range(50_000)}))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    code = "import sys; from mergetable.cli.main import main; sys.exit(main())"
+    args = [sys.executable, "-c", code, "read", t.uri, "--limit", "0"]
+    with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.readline().split() == [b"id"]
+        proc.stdout.close()  # like `| head -1`
+        err = proc.stderr.read()
+        assert proc.wait(timeout=120) == 0 and err == b""
+
+
 def test_version_and_help_exit_zero() -> None:
     done = cli("--version")
     assert done.returncode == 0 and done.stdout.strip() == f"mergetable {mt.__version__}"
