@@ -25,7 +25,7 @@ def _table(uri: str) -> mt.Table:
 def test_merge_schema_adds_columns_and_widens_types(spark: Any, table_uri: str) -> None:
     t = _table(table_uri)
     df = spark.createDataFrame([(2, 20, "b")], "id long, v long, note string")
-    with pytest.raises(Exception, match="column '(v|note)'"):  # without the option: refused by name
+    with pytest.raises(Exception, match=r"column '(v|note)'"):  # without the option: refused by name
         df.write.format("mergetable").mode("append").save(table_uri)
     assert mt.open_table(table_uri).table_schema.id == 0
     df.write.format("mergetable").mode("append").option("mergeSchema", "true").save(table_uri)
