@@ -140,6 +140,16 @@ def test_renamed_columns_keep_their_data_and_added_ones_read_null_everywhere(tab
     assert t.read().to_pylist() == expected
 
 
+def test_a_dropped_name_added_again_is_a_new_column(table_uri: str) -> None:
+    t = _table(table_uri, **{"fields.s.stats-mode": "none"})
+    _first(t)
+    t.alter.drop_columns("s")
+    assert "fields.s.stats-mode" not in t.options  # the dropped column's own options go with it
+    t.alter.add_columns(pa.field("s", pa.int64()))
+    assert t.table_schema.fields[-1].id == 5
+    assert t.read(["id", "s"]).to_pylist() == [{"id": 1, "s": None}, {"id": 2, "s": None}]
+
+
 def test_time_travel_reads_the_schema_the_snapshot_was_committed_with(table_uri: str) -> None:
     t = _table(table_uri)
     _first(t)
