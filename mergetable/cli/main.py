@@ -3,6 +3,7 @@
     mergetable compact URI [--full] [--partition k=v[,k=v]]...
     mergetable describe | snapshots | files | read | changelog | tags | consumers | expire | orphans URI ...
     mergetable rollback URI --snapshot N | --tag T
+    mergetable alter URI add-column | drop-column | rename-column | change-type | set-option | unset-option ...
 
 Every command takes ``--json`` (machine-readable output) and ``--storage-option k=v`` (repeatable, passed
 to fsspec, e.g. ``endpoint_url=http://…``). Failures never show a traceback: see :mod:`mergetable.cli.errors`
@@ -20,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 import mergetable
-from mergetable.cli import progress
+from mergetable.cli import alter, progress
 from mergetable.cli.errors import Parser, UsageError, guarded, report
 from mergetable.cli.output import Output, timestamp
 from mergetable.cli.rows import add_row_options, non_negative_int, write_rows
@@ -108,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="allow a cutoff younger than 1 day (commits in flight!)")
     progress.add_progress_option(p)
     p.set_defaults(run=_orphans)
+    alter.register(sub, common)
     return parser
 
 
