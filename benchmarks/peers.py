@@ -7,15 +7,14 @@ pyarrow is imported at module level, so the script runs in either.
 
 WORKDIR holds the inputs ``run_all.py`` wrote once for every system: ``commit-<i>.parquet`` (the load, then
 the upserts; primary key ``id``), ``agg-<i>.parquet`` (the same keys for the sum-aggregation table) and
-``lookups.json`` (the keys of the point lookups). Each workload runs ``REPEAT`` times (median reported); its
-result (row count, sums) is returned so ``run_all.py`` can check that every system returns the same rows.
+``lookups.json`` (the keys of the point lookups). One call measures each workload once; its result (row
+count, distinct keys, sums) is returned so ``run_all.py`` can check that every system returns the same rows.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -26,18 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-REPEAT = 3
 BUCKETS = 4
-
-
-def median_time(fn: Callable[[], Any], repeat: int = REPEAT) -> tuple[float, Any]:
-    """Median wall time of ``repeat`` calls and the last call's result."""
-    times, out = [], None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
 
 
 def check(table: pa.Table) -> dict[str, Any]:
@@ -215,43 +203,43 @@ SYSTEMS: dict[str, Callable[[], System]] = {
 }
 
 
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
 def measure(name: str, work: Path) -> dict[str, Any]:
+    """One repetition of every workload (``run_all.py`` runs the systems in turn, repetition by repetition,
+    so that each sees the same share of a machine's changing load, and takes the medians)."""
     system = SYSTEMS[name]()
-    batches = inputs(work, "commit")
+    batches, agg_batches = inputs(work, "commit"), inputs(work, "agg")
     keys = json.loads((work / "lookups.json").read_text())
     out: dict[str, Any] = {}
     base = work / f"out-{name}"
     shutil.rmtree(base, ignore_errors=True)
-    runs = iter(range(1000))
-
-    def fresh(agg: bool = False) -> None:
-        system.ingest(base / f"t{next(runs)}", batches if not agg else agg_batches, agg)
-
-    agg_batches = inputs(work, "agg")
+    root, agg_root = base / "t", base / "agg"
     try:
-        out["ingest_s"], _ = median_time(fresh)
-        root = base / "t0"
+        if isinstance(system, MergeTable):  # raw pyarrow sort+write of the same rows, just before ours
+            out["raw_ingest_s"], _ = timed(lambda: RawPyarrow().ingest(base / "raw", batches))
+        out["ingest_s"], _ = timed(lambda: system.ingest(root, batches))
         out["size_bytes"] = dir_size(root)
-        out["read_s"], table = median_time(lambda: system.read(root))
+        system.read(root)  # warm: every system reads files the OS has cached
+        out["read_s"], table = timed(lambda: system.read(root))
         out["read"] = check(table)
-
-        def lookups() -> pa.Table:
-            return pa.concat_tables([system.lookup(root, k) for k in keys])
-
-        out["lookups_s"], found = median_time(lookups)
+        out["lookups_s"], found = timed(lambda: pa.concat_tables([system.lookup(root, k) for k in keys]))
         out["lookups"] = check(found)
         if isinstance(system, MergeTable):  # raw pyarrow's filtered read of the very same files
-            files = system.data_files(root)
-            cols = list(batches[0].schema.names)
-            out["raw_lookups_same_files_s"], _ = median_time(
+            files, cols = system.data_files(root), list(batches[0].schema.names)
+            out["raw_lookups_same_files_s"], _ = timed(
                 lambda: [pq.read_table(files, columns=cols, filters=[("id", "=", k)]) for k in keys]
             )
+            out["raw_agg_ingest_s"], _ = timed(lambda: RawPyarrow().ingest(base / "raw-agg", agg_batches))
         if system.aggregation:
-            out["agg_ingest_s"], _ = median_time(lambda: fresh(agg=True))
-            agg_root = base / f"t{REPEAT}"
-            out["agg_read_s"], agg = median_time(lambda: system.read(agg_root, agg=True))
+            out["agg_ingest_s"], _ = timed(lambda: system.ingest(agg_root, agg_batches, agg=True))
+            system.read(agg_root, agg=True)
+            out["agg_read_s"], agg = timed(lambda: system.read(agg_root, agg=True))
             out["agg_read"] = check(agg)
-            out["agg_sum_v"] = round(float(pc.sum(agg.column("v")).as_py()), 3)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return out
