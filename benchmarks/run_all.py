@@ -175,17 +175,17 @@ def consistent(results: dict[str, dict[str, Any]]) -> bool:
     return ok
 
 
-def peers(rows: int, upserts: int, goals: list[str]) -> None:
+def peers(rows: int, upserts: int, goals: list[str], repeat: int = REPEAT) -> None:
     print(
         f"== head-to-head: a {rows:,}-row load then {upserts} upserts of {rows:,} rows (30% existing keys), "
-        f"4 buckets, median of 3",
+        f"4 buckets, median of {repeat}",
         flush=True,
     )
     work = Path(tempfile.mkdtemp(prefix="mt-peers-"))
     try:
         write_inputs(work, rows, upserts)
         runs: dict[str, list[dict[str, Any]]] = {name: [] for name in SYSTEMS}
-        for _ in range(REPEAT):  # the systems in turn, repetition by repetition: each sees the same load
+        for _ in range(repeat):  # the systems in turn, repetition by repetition: each sees the same load
             for name in SYSTEMS:
                 runs[name].append(run_system(name, work))
         results = {name: medians(rs) for name, rs in runs.items()}
@@ -243,6 +243,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="smaller data for a fast look")
     ap.add_argument("--peer-rows", type=int, default=None, help="rows per commit of the head-to-head")
     ap.add_argument("--only-peers", action="store_true", help="run only the head-to-head")
+    ap.add_argument("--repeat", type=int, default=REPEAT, help="repetitions of the head-to-head (median)")
     args = ap.parse_args()
     goals: list[str] = []
     if not args.only_peers:
@@ -256,7 +257,7 @@ def main() -> None:
                     "bench_planning.py": ["--commits", "200"],
                 }.get(name, ["--rows", "1000000"])
             run_script(name, extra, goals)
-    peers(args.peer_rows or (200_000 if args.quick else 1_000_000), 5, goals)
+    peers(args.peer_rows or (200_000 if args.quick else 1_000_000), 5, goals, args.repeat)
     summary(goals)
 
 
