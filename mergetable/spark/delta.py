@@ -9,7 +9,8 @@
 
 Every row-level operation reads the latest snapshot, computes in Spark the ``+I``/``+U``/``-D`` records it
 amounts to, and writes them with the batch writer as **one** commit. What each operation means on the
-aggregation, partial-update and first-row engines is in :mod:`mergetable.spark.delta_rules`.
+aggregation, partial-update and first-row engines is in :mod:`mergetable.dml.rules`, shared with the Python
+:class:`mergetable.Table`.
 Concurrent writers are not refused: the records are applied by key over whatever was committed meanwhile.
 """
 
@@ -25,10 +26,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from mergetable.core.errors import MergeError, MergeTableError, OptionsError, SchemaError
+from mergetable.dml.rules import check_assigned, check_delete, check_update, nulls_refused
 from mergetable.metadata.models import Snapshot
 from mergetable.spark.compact import compact
 from mergetable.spark.delta_merge import NULL_ASSIGNED, ROW_KIND, MergeBuilder, as_column, assignments
-from mergetable.spark.delta_rules import check_delete, check_update, nulls_refused
 from mergetable.spark.options import STORAGE_JSON
 from mergetable.spark.source import MergeTableDataSource
 from mergetable.spark.types import spark_schema
@@ -114,9 +115,7 @@ class MergeTable:
             raise SchemaError("update needs set={column: expression}")
         columns = list(self.table.schema.names)
         values = assignments(set, columns, "update")
-        changed = [k for k in self.table.primary_key if k in values]
-        if changed:
-            raise SchemaError("an update cannot change a primary-key column (delete and insert instead)", changed[0])
+        check_assigned(self.table.table_schema, values, "update")
         target = self.target_df()
         cond = as_column(condition) if not isinstance(condition, Mapping) else None
         rows = target if cond is None else target.filter(cond)
