@@ -151,19 +151,24 @@ class MergeTable:
 
     # -- history and time travel ---------------------------------------------------------------------
     def history(self, limit: int | None = None) -> DataFrame:
-        """One row per snapshot, newest first, in Delta's history columns (``version`` = snapshot id)."""
-        snaps = sorted(self.table.snapshots(), key=lambda s: -s.id)[:limit]
+        """One row per snapshot, newest first, in Delta's history columns (``version`` = snapshot id), from
+        the same rows as :meth:`mergetable.Table.history`."""
         rows = [
             (
-                s.id,
-                datetime.datetime.fromtimestamp(s.time_millis / 1000, tz=datetime.UTC),
-                s.commit_user,
-                s.commit_kind.value,
-                dict(s.properties or {}),
-                s.id - 1 if s.id > 1 else None,
-                {"numOutputRows": str(s.delta_record_count), "totalRecordCount": str(s.total_record_count)},
+                h["version"],
+                h["timestamp"],
+                h["commit_user"],
+                h["operation"],
+                dict(h["properties"] or []),
+                h["read_version"],
+                {
+                    "numOutputRows": str(h["delta_record_count"]),
+                    "totalRecordCount": str(h["total_record_count"]),
+                    "numAddedFiles": str(h["added_files"]),
+                    "numRemovedFiles": str(h["deleted_files"]),
+                },
             )
-            for s in snaps
+            for h in self.table.history(limit).to_pylist()
         ]
         return self.spark.createDataFrame(rows, _HISTORY)
 
