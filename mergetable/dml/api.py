@@ -6,7 +6,7 @@ The examples use ``t``, the table of the ``Table`` example (``{1: "a", 2: "B"}``
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
@@ -18,13 +18,17 @@ from mergetable.dml.ops import delete_keys, delete_where, update_where
 from mergetable.metadata.models import Snapshot
 
 
+def _dml(table: object) -> DmlTable:
+    return cast(DmlTable, table)  # the mixin is only ever part of mergetable.Table, which is a DmlTable
+
+
 class RowLevelOperations:
     """Mixin of :class:`mergetable.Table` (see ``docs/dml.md``). Each operation is one commit of ``+I``/``+U``/
     ``-D`` records; what it means on each merge engine, and what is refused, is in :mod:`mergetable.dml.rules`.
     A concurrent commit to the buckets an operation changes makes it compute again on the new snapshot
     (:mod:`mergetable.dml.apply`). A failed operation leaves the table unchanged."""
 
-    def delete(self: DmlTable, filter: Filters | None = None) -> Snapshot | None:
+    def delete(self, filter: Filters | None = None) -> Snapshot | None:
         """Delete the rows matching ``filter`` (a DNF filter as in :meth:`read`; None: every row).
 
         Returns:
@@ -42,9 +46,9 @@ class RowLevelOperations:
             >>> t.read().to_pydict()
             {'id': [2], 'v': ['B']}
         """
-        return delete_where(self, filter)
+        return delete_where(_dml(self), filter)
 
-    def delete_keys(self: DmlTable, keys: Any) -> Snapshot | None:
+    def delete_keys(self, keys: Any) -> Snapshot | None:
         """Delete rows by primary key: ``keys`` holds the key columns (anything :meth:`write` accepts).
 
         Same rules as :meth:`delete`; keys that are not in the table are ignored.
@@ -54,9 +58,9 @@ class RowLevelOperations:
             >>> t.read().to_pydict()
             {'id': [2], 'v': ['B']}
         """
-        return delete_keys(self, keys)
+        return delete_keys(_dml(self), keys)
 
-    def update(self: DmlTable, filter: Filters | None = None, set: Mapping[str, Any] | None = None) -> Snapshot | None:
+    def update(self, filter: Filters | None = None, set: Mapping[str, Any] | None = None) -> Snapshot | None:
         """Assign ``set`` to the rows matching ``filter`` (None: every row).
 
         ``set`` maps a column to a Python literal or a ``pyarrow.compute`` expression over the row's columns
@@ -74,10 +78,10 @@ class RowLevelOperations:
             >>> t.read().to_pydict()
             {'id': [1, 2], 'v': ['a', 'b']}
         """
-        return update_where(self, filter, set or {})
+        return update_where(_dml(self), filter, set or {})
 
     def merge(
-        self: DmlTable,
+        self,
         source: Any,
         on: str | Sequence[str] | None = None,
         *,
@@ -100,9 +104,9 @@ class RowLevelOperations:
             >>> t.read().to_pydict()
             {'id': [1, 2, 3], 'v': ['a', 'x', 'c']}
         """
-        return MergeBuilder(self, source, on, source_alias, target_alias)
+        return MergeBuilder(_dml(self), source, on, source_alias, target_alias)
 
-    def history(self: DmlTable, limit: int | None = None) -> pa.Table:
+    def history(self, limit: int | None = None) -> pa.Table:
         """One row per kept snapshot, newest first: ``version``, ``timestamp`` (UTC), ``operation``, commit kind,
         user and identifier, record counts, added and deleted files, watermark, properties.
 
@@ -112,7 +116,7 @@ class RowLevelOperations:
             >>> t.history(limit=1).num_rows
             1
         """
-        return history(self.fileio, limit)
+        return history(_dml(self).fileio, limit)
 
 
 __all__ = ["RowLevelOperations"]

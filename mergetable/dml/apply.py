@@ -13,7 +13,7 @@ conflict (they do not change what the rows are).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from typing import Any, Protocol
+from typing import Protocol, Unpack
 
 import numpy as np
 import pyarrow as pa
@@ -24,6 +24,8 @@ from mergetable.compaction.job import CompactionJob
 from mergetable.core.errors import CommitConflictError, SnapshotNotFoundError
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import TableOptions
+from mergetable.core.predicates import Filters
+from mergetable.core.read_options import ReadArgs
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import CommitKind, ManifestEntry, Snapshot
 from mergetable.write.writer import TableWriter
@@ -51,7 +53,9 @@ class DmlTable(Protocol):
     def snapshot(self, snapshot_id: int) -> Snapshot: ...
     def snapshots(self) -> list[Snapshot]: ...
     def delta_entries(self, snapshot: Snapshot) -> list[ManifestEntry]: ...
-    def read(self, columns: Sequence[str] | None = None, filter: Any = None, **args: Any) -> pa.Table: ...
+    def read(
+        self, columns: Sequence[str] | None = None, filter: Filters | None = None, **args: Unpack[ReadArgs]
+    ) -> pa.Table: ...
     def new_writer(self) -> TableWriter: ...
     def compaction_job(self) -> CompactionJob: ...
 

@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mergetable.core.errors import SchemaError
+from mergetable.core.predicates import Predicate
 from mergetable.core.rowkind import RowKind
 from mergetable.dml.apply import Changes, DmlTable, apply_changes
 from mergetable.dml.clauses import (
@@ -152,7 +153,7 @@ class MergeBuilder:
         schema = self._table.schema
         if base is None:
             return self._compute(base, schema.empty_table())
-        prune = None
+        prune: list[Predicate] | None = None
         if not any(c.kind == NOT_MATCHED_BY_SOURCE for c in self._clauses):
             prune = []
             for c in self._on:
@@ -241,7 +242,7 @@ class MergeBuilder:
 def _required(values: Any, argument: str) -> Mapping[str, Any]:
     if not values:
         raise SchemaError(f"argument '{argument}' needs {{column: value or pyarrow Expression}}")
-    return values  # type: ignore[no-any-return]
+    return values
 
 
 __all__ = ["MergeBuilder"]
