@@ -75,6 +75,10 @@ def make_clause(
     if action not in _ACTIONS[kind]:
         raise SchemaError(f"a '{kind}' clause cannot {action}")
     operation = f"merge ({kind}: {action})"
+    if values is not None and not values:
+        raise SchemaError(
+            f"{operation} needs {{column: value}} (argument '{'values' if action == 'insert' else 'set'}')"
+        )
     if action == "delete":
         check_delete(schema.table_options, operation)
     elif action == "update":

@@ -19,6 +19,7 @@ source are read (pruned by an ``in`` filter).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -40,9 +41,8 @@ from mergetable.dml.clauses import (
     ambiguous_match,
     make_clause,
     needs_single_match,
-    resolve_columns,
 )
-from mergetable.dml.evaluate import assignment, cast_columns, check_condition, is_expression, masks, project
+from mergetable.dml.evaluate import assignment, cast_columns, check_condition, masks, project
 from mergetable.dml.ops import check_nulls
 from mergetable.metadata.models import Snapshot
 from mergetable.write.input import to_arrow_table
@@ -85,28 +85,17 @@ class MergeBuilder:
     # -- clauses --------------------------------------------------------------------------------------------
     def _add(self, kind: Kind, action: Action, condition: Any, values: Mapping[str, Any] | None) -> MergeBuilder:
         cond = check_condition(condition, "condition")
-        if values is not None and not values:
-            raise SchemaError(f"a '{kind}' {action} clause needs {{column: value or pyarrow Expression}}")
+        clause = make_clause(self._table.table_schema, kind, action, cond, values)  # the engine's rules first
         schema = self._table.schema
-        vals = None
-        if values is not None:
-            if not isinstance(values, Mapping):
-                raise SchemaError(
-                    f"the values of a '{kind}' {action} clause must be a mapping, got {type(values).__name__}"
-                )
-            vals = {
-                c: v if is_expression(v) else assignment(v, schema.field(c).type, c)
-                for c, v in resolve_columns(values, schema.names, f"{kind} {action}").items()
-            }
-        if values is None and action != "delete":
-            missing = [
-                c
-                for c in schema.names
-                if c not in self._source.schema.names and not (action == "update" and c in self._table.primary_key)
-            ]
+        if clause.values is not None:
+            exprs = {c: assignment(v, schema.field(c).type, c) for c, v in clause.values.items()}
+            clause = dataclasses.replace(clause, values=exprs)
+        elif action != "delete":
+            pk = self._table.primary_key if action == "update" else ()
+            missing = [c for c in schema.names if c not in self._source.schema.names and c not in pk]
             if missing:
                 raise SchemaError(f"'{kind}' {action} all: the source has no column '{missing[0]}'", missing[0])
-        self._clauses.append(make_clause(self._table.table_schema, kind, action, cond, vals))
+        self._clauses.append(clause)
         return self
 
     def when_matched_update(self, set: Mapping[str, Any], condition: pc.Expression | None = None) -> MergeBuilder:

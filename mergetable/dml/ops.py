@@ -38,6 +38,8 @@ def check_filter(table: DmlTable, filter: Any, operation: str) -> Filters | None
             f"argument 'filter' of {operation} must be a DNF filter like [('id', '>', 1)] or None (every row), "
             f"got {type(filter).__name__}{hint}"
         )
+    if filter is not None and len(filter) == 0:
+        raise SchemaError(f"argument 'filter' of {operation} is empty; pass None to {operation} every row")
     bind_filters(filter, table.schema)  # FilterError / SchemaError naming the column, before anything is read
     return filter
 

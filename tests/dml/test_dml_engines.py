@@ -140,6 +140,9 @@ def test_bad_arguments_are_typed_errors_naming_the_culprit(table_uri: str) -> No
     cases: list[tuple[type[Exception], str, Callable[[], Any]]] = [
         (SchemaError, "argument 'filter'.*delete_keys", lambda: t.delete(pa.table({"id": [1]}))),
         (SchemaError, "column 'nope'", lambda: t.delete([("nope", "=", 1)])),
+        (SchemaError, "argument 'filter'.*empty", lambda: t.delete([])),
+        (SchemaError, "argument 'filter'.*empty", lambda: t.update([], {"v": 1.0})),
+        (SchemaError, "argument 'filter'", lambda: t.update("id = 1", {"v": 1.0})),  # type: ignore[arg-type]
         (FilterError, "column 'id'", lambda: t.delete([("id", "=", "abc")])),
         (SchemaError, "column 'id'.*argument 'keys'", lambda: t.delete_keys({"v": [1.0]})),
         (SchemaError, "argument 'set'", lambda: t.update([("id", "=", 1)])),
