@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-_TABLE_EXAMPLES = ("mergetable.table.", "mergetable.commit.store.", "mergetable.dml.api.")
+_TABLE_EXAMPLES = ("mergetable.table.", "mergetable.commit.store.", "mergetable.dml.api.", "mergetable.dml.merge.")
 
 
 @pytest.fixture(autouse=True)

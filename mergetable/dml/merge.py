@@ -99,40 +99,91 @@ class MergeBuilder:
         return self
 
     def when_matched_update(self, set: Mapping[str, Any], condition: pc.Expression | None = None) -> MergeBuilder:
-        """Update matched target rows: ``set`` maps columns to literals or expressions over the joined row."""
+        """Update matched target rows: ``set`` maps columns to literals or expressions over the joined row.
+
+        Example:
+            >>> import pyarrow.compute as pc
+            >>> _ = t.merge({"id": [2], "v": ["x"]}).when_matched_update({"v": pc.field("source.v")}).execute()
+            >>> t.read().sort_by("id").to_pydict()
+            {'id': [1, 2], 'v': ['a', 'x']}
+        """
         return self._add(MATCHED, "update", condition, _required(set, "set"))
 
     def when_matched_update_all(self, condition: pc.Expression | None = None) -> MergeBuilder:
-        """Update matched target rows with every column of their source row."""
+        """Update matched target rows with every column of their source row.
+
+        Example:
+            >>> _ = t.merge({"id": [2, 5], "v": ["x", "y"]}).when_matched_update_all().execute()
+            >>> t.read().sort_by("id").to_pydict()
+            {'id': [1, 2], 'v': ['a', 'x']}
+        """
         return self._add(MATCHED, "update", condition, None)
 
     def when_matched_delete(self, condition: pc.Expression | None = None) -> MergeBuilder:
-        """Delete matched target rows."""
+        """Delete matched target rows.
+
+        Example:
+            >>> _ = t.merge({"id": [1]}).when_matched_delete().execute()
+            >>> t.read().to_pydict()
+            {'id': [2], 'v': ['B']}
+        """
         return self._add(MATCHED, "delete", condition, None)
 
     def when_not_matched_insert(
         self, values: Mapping[str, Any], condition: pc.Expression | None = None
     ) -> MergeBuilder:
-        """Insert a row for each source row matching no target row (``values`` must give the primary key)."""
+        """Insert a row for each source row matching no target row (``values`` must give the primary key).
+
+        Example:
+            >>> import pyarrow.compute as pc
+            >>> _ = t.merge({"id": [2, 3]}).when_not_matched_insert({"id": pc.field("source.id"), "v": "new"}).execute()
+            >>> t.read().sort_by("id").to_pydict()
+            {'id': [1, 2, 3], 'v': ['a', 'B', 'new']}
+        """
         return self._add(NOT_MATCHED, "insert", condition, _required(values, "values"))
 
     def when_not_matched_insert_all(self, condition: pc.Expression | None = None) -> MergeBuilder:
-        """Insert each source row matching no target row as it is."""
+        """Insert each source row matching no target row as it is.
+
+        Example:
+            >>> _ = t.merge({"id": [1, 3], "v": ["no", "c"]}).when_not_matched_insert_all().execute()
+            >>> t.read().sort_by("id").to_pydict()
+            {'id': [1, 2, 3], 'v': ['a', 'B', 'c']}
+        """
         return self._add(NOT_MATCHED, "insert", condition, None)
 
     def when_not_matched_by_source_update(
         self, set: Mapping[str, Any], condition: pc.Expression | None = None
     ) -> MergeBuilder:
-        """Update the target rows that no source row matched (expressions over the target's columns)."""
+        """Update the target rows that no source row matched (expressions over the target's columns).
+
+        Example:
+            >>> _ = t.merge({"id": [1]}).when_not_matched_by_source_update({"v": "gone"}).execute()
+            >>> t.read().sort_by("id").to_pydict()
+            {'id': [1, 2], 'v': ['a', 'gone']}
+        """
         return self._add(NOT_MATCHED_BY_SOURCE, "update", condition, _required(set, "set"))
 
     def when_not_matched_by_source_delete(self, condition: pc.Expression | None = None) -> MergeBuilder:
-        """Delete the target rows that no source row matched."""
+        """Delete the target rows that no source row matched.
+
+        Example:
+            >>> _ = t.merge({"id": [1]}).when_not_matched_by_source_delete().execute()
+            >>> t.read().to_pydict()
+            {'id': [1], 'v': ['a']}
+        """
         return self._add(NOT_MATCHED_BY_SOURCE, "delete", condition, None)
 
     # -- execution ------------------------------------------------------------------------------------------
     def execute(self) -> Snapshot | None:
-        """Run the merge as one commit; the new snapshot, None when no clause applied to any row."""
+        """Run the merge as one commit; the new snapshot, None when no clause applied to any row.
+
+        Example:
+            >>> t.merge({"id": [9], "v": ["z"]}).when_not_matched_insert_all().execute().properties
+            {'operation': 'MERGE'}
+            >>> t.merge({"id": [9], "v": ["z"]}).when_not_matched_insert_all().execute() is None
+            True
+        """
         if not self._clauses:
             return None
         self._compute(None, self._table.schema.empty_table())  # evaluate every expression once: errors first
