@@ -47,7 +47,7 @@ from mergetable.dml.ops import check_nulls
 from mergetable.metadata.models import Snapshot
 from mergetable.write.input import to_arrow_table
 
-_MAX_PRUNE_VALUES = 100_000
+_MAX_PRUNE_VALUES = 1_000  # an in-list is bound value by value: worth it for small sources only
 _ROW_KIND = {"update": RowKind.UPDATE_AFTER, "delete": RowKind.DELETE, "insert": RowKind.INSERT}
 
 
