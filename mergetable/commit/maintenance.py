@@ -83,7 +83,7 @@ def expire_policy(
     ms: int | None = None
     if isinstance(older_than, datetime.timedelta):
         now = now_ms if now_ms is not None else int(time.time() * 1000)
-        ms = now - int(older_than.total_seconds() * 1000)
+        ms = now - older_than // datetime.timedelta(milliseconds=1)  # exact: no float rounding
     elif older_than is not None:
         if not isinstance(older_than, int | str | datetime.date):
             raise OptionsError(
