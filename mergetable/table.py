@@ -85,7 +85,7 @@ def create_table(
         ('id',)
     """
     fileio = FileIO(uri, storage_options)
-    table_schema = TableSchema.create(schema, list(primary_key), list(partition_keys), options, comment)
+    table_schema = TableSchema.create(schema, primary_key, partition_keys, options, comment)
     validate_merge_options(table_schema)
     if not SchemaManager(fileio).create(table_schema):
         if exist_ok:
@@ -111,10 +111,10 @@ def open_table(uri: str, storage_options: dict[str, Any] | None = None) -> Table
         >>> mt.open_table(uri).schema.names
         ['id']
     """
-    schema = SchemaManager(fileio := FileIO(uri, storage_options)).latest()
+    schema = (manager := SchemaManager(FileIO(uri, storage_options))).latest()
     if schema is None:
-        raise TableNotFoundError(f"no mergetable table at {uri}")
-    return Table(fileio, schema)
+        raise TableNotFoundError(manager.not_found())
+    return Table(manager.fileio, schema)
 
 
 def table_exists(uri: str, storage_options: dict[str, Any] | None = None) -> bool:
@@ -391,9 +391,21 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
             2
         """
         request = ReadRequest.of(columns, filter, **args)
+        travelled = self._as_committed(request)
+        if travelled is not None:
+            return travelled.scan(columns, filter, **args)
         reader = self.split_reader(request.columns, request.filter)
         tables = reader.read_splits(self._plan(request))
         return pa.RecordBatchReader.from_batches(reader.out_schema, (b for t in tables for b in t.to_batches()))
+
+    def _as_committed(self, request: ReadRequest) -> Table | None:
+        """This table with the schema a time-travel read's snapshot was committed with, if that is another."""
+        if not request.travel.given:
+            return None
+        snap = resolve_travel(self._snapshots, self._tags, request.travel)
+        if snap is None or snap.schema_id == self.table_schema.id:
+            return None
+        return Table(self.fileio, SchemaManager(self.fileio).schema(snap.schema_id))
 
     def count(self, filter: Filters | None = None, **args: Unpack[ReadArgs]) -> int:
         """The number of merged rows (matching ``filter``) of a snapshot, from file metadata where it can."""

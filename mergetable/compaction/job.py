@@ -20,15 +20,16 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
 from typing import Any
 
 from mergetable.commit.committer import Committer
 from mergetable.commit.discard import discard_uncommitted
 from mergetable.commit.manifests import ManifestIO
+from mergetable.commit.schemas import SchemaManager
 from mergetable.commit.snapshots import SnapshotManager
 from mergetable.compaction.compaction import BucketCompactor
 from mergetable.core.errors import (
+    ArgumentError,
     CommitConflictError,
     CommitStateUnknownError,
     SchemaError,
@@ -37,8 +38,9 @@ from mergetable.core.errors import (
 from mergetable.core.fileio import FileIO
 from mergetable.core.model import JsonModel
 from mergetable.core.options import ChangelogProducer
+from mergetable.core.progress import Progress as Progress
 from mergetable.core.schema import TableSchema
-from mergetable.merge import MergeFunction
+from mergetable.merge import MergeFunction, create_merge_function
 from mergetable.metadata.models import CommitKind, CommitMessage, DataFileMeta, ManifestEntry, Snapshot
 from mergetable.read.incremental import bucket_order
 
@@ -66,14 +68,6 @@ class BucketPlan(JsonModel):
 
 Executor = Callable[[Sequence[BucketPlan]], list[CommitMessage]]
 """Runs :func:`run_plan` for every plan (anywhere) and returns the non-empty messages."""
-
-
-@dataclass
-class Progress:
-    """Hooks a caller can use to show progress: ``start(total_buckets)`` then ``advance()`` per bucket."""
-
-    start: Callable[[int], None] = lambda total: None
-    advance: Callable[[], None] = lambda: None
 
 
 def run_plan(fileio: FileIO, schema: TableSchema, merge_function: MergeFunction, plan: BucketPlan) -> CommitMessage:
@@ -187,6 +181,8 @@ class CompactionJob:
         for attempt in range(1, attempts + 1):
             latest = self.snapshots.latest()
             buckets = {b: es for b, es in self.buckets(latest).items() if select(b)}
+            if self._adopt_newer_schema(buckets.values()):
+                committer = Committer(self.fileio, self.schema, committer.commit_user)
             self._drop_stale(kept, buckets)
             todo = [buckets[b] for b in sorted(buckets, key=bucket_order) if b not in kept]
             plans = [p for p in (self.plan(es, full) for es in todo) if p is not None]
@@ -215,6 +211,19 @@ class CompactionJob:
             f"compaction gave up after {attempts} attempts, each conflicting with a concurrent commit "
             f"(nothing was changed): {last_error}"
         )
+
+    def _adopt_newer_schema(self, buckets: Iterable[list[ManifestEntry]]) -> bool:
+        """Compact into the newest schema when a file was written with a newer one than this job's (a job
+        opened before a schema change must not drop the columns added since). True if the schema changed."""
+        if all(e.file.schema_id <= self.schema.id for es in buckets for e in es):
+            return False
+        schema = SchemaManager(self.fileio).latest()
+        if schema is None or schema.id <= self.schema.id:
+            return False
+        self.schema, self.options = schema, schema.table_options
+        self.merge_function = create_merge_function(schema)
+        self.compactor = BucketCompactor(self.fileio, schema, self.merge_function)
+        return True
 
     def _drop_stale(
         self,
@@ -319,6 +328,10 @@ def partition_selector(
     meaning null). None selects everything."""
     if partitions is None:
         return lambda b: True
+    if isinstance(partitions, Mapping | str) or any(not isinstance(s, Mapping) for s in partitions):
+        raise ArgumentError(
+            "partitions", f"expected a list of partition specs such as [{{'dt': '2024-01-01'}}], got {partitions!r}"
+        )
     keys = schema.partition_keys
     default = schema.table_options.partition_default_name
     specs: list[list[tuple[int, str | None]]] = []

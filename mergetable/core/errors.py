@@ -15,12 +15,28 @@ class OptionsError(MergeTableError, ValueError):
         super().__init__(f"option '{option}': {message}")
 
 
+class ArgumentError(MergeTableError, ValueError, TypeError):
+    """An argument has the wrong type or a value it cannot take (``primary_key="id"``, ``overwrite="yes"``)."""
+
+    def __init__(self, argument: str, message: str) -> None:
+        self.argument = argument
+        super().__init__(f"argument '{argument}': {message}")
+
+
 class SchemaError(MergeTableError, ValueError):
     """Data or a schema does not fit the table schema (missing column, wrong type, null key ...)."""
 
     def __init__(self, message: str, column: str | None = None) -> None:
         self.column = column
         super().__init__(message if column is None else f"column '{column}': {message}")
+
+
+class SchemaChangeError(SchemaError):
+    """A schema change (``Table.alter``, ``mergeSchema``) breaks a rule of schema evolution; the column is named."""
+
+
+class ImmutableOptionError(OptionsError):
+    """A table option that cannot change once the table holds data was set or unset; the reason is given."""
 
 
 class FilterError(SchemaError):
@@ -81,6 +97,10 @@ class TableExistsError(MergeTableError, FileExistsError):
     """A table already exists at the given location."""
 
 
+class TagExistsError(MergeTableError, FileExistsError):
+    """A tag of that name already exists."""
+
+
 class SnapshotNotFoundError(MergeTableError, LookupError):
     """The requested snapshot, timestamp or tag does not exist."""
 
@@ -112,19 +132,23 @@ class MissingExtraError(MergeTableError, ImportError):
 
 __all__ = [
     "AlreadyCommittedError",
+    "ArgumentError",
     "CommitConflictError",
     "CommitStateUnknownError",
     "CorruptMetadataError",
     "DataFileError",
     "FilterError",
+    "ImmutableOptionError",
     "MergeError",
     "MergeTableError",
     "MissingExtraError",
     "OptionsError",
+    "SchemaChangeError",
     "SchemaError",
     "SnapshotExpiredError",
     "SnapshotNotFoundError",
     "TableExistsError",
     "TableNotFoundError",
+    "TagExistsError",
     "UnsupportedError",
 ]

@@ -25,6 +25,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from mergetable.commit.rollback import RollbackResult
 from mergetable.core.errors import MergeError, MergeTableError, OptionsError, SchemaError
 from mergetable.dml.rules import check_assigned, check_delete, check_update, nulls_refused
 from mergetable.metadata.models import Snapshot
@@ -184,6 +185,14 @@ class MergeTable:
             ts = timestamp if isinstance(timestamp, datetime.datetime) else _parse(timestamp)
             ms = int(ts.timestamp() * 1000)
         return self.table.restore(timestamp_ms=ms)
+
+    def rollbackTo(self, version: int | str) -> RollbackResult:
+        """Paimon's rollback (not Delta's restore): snapshot ``version`` (an id, or a tag name) becomes the
+        latest again and every later snapshot and tag is removed (:meth:`mergetable.Table.rollback_to`)."""
+        text = str(version).strip()
+        if not text.isdigit() or (isinstance(version, str) and text in self.table.tags()):
+            return self.table.rollback_to(tag=text)
+        return self.table.rollback_to(snapshot_id=int(text))
 
     # -- maintenance ----------------------------------------------------------------------------------
     def optimize(self) -> OptimizeBuilder:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from mergetable.core.arguments import name_list
 from mergetable.core.errors import MergeError, SchemaError
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import ChangelogProducer, DeleteBehavior
@@ -87,9 +88,12 @@ class TableWriter:
             kinds = row_kinds(table.num_rows, table.column(rowkind_field), rowkind_field)
         else:
             kinds = row_kinds(table.num_rows, row_kind)
-        cols = tuple(target_columns) if target_columns is not None else None
+        cols = None if target_columns is None else name_list(target_columns, "target_columns")
         if cols is not None:
-            cols = tuple(c for c in self.schema.column_names if c in cols) or cols
+            for c in cols:
+                if c not in self.schema.column_names:
+                    raise SchemaError("target column not found in table schema", c)
+            cols = tuple(c for c in self.schema.column_names if c in cols)
         retracts = is_retract(np.asarray(kinds.to_numpy(zero_copy_only=False)))
         table = conform(table, self.schema, cols, retracts=retracts if retracts.any() else None)
         table, kinds = self._filter_kinds(table, kinds)
