@@ -11,7 +11,13 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-_TABLE_EXAMPLES = ("mergetable.table.", "mergetable.commit.store.", "mergetable.commit.alter.")
+_TABLE_EXAMPLES = (
+    "mergetable.table.",
+    "mergetable.commit.store.",
+    "mergetable.commit.alter.",
+    "mergetable.dml.api.",
+    "mergetable.dml.merge.",
+)
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""The table facade: create/open, write/delete, read/scan with time travel, tags, maintenance.
+"""The table facade: create/open, write, read/scan with time travel, tags, maintenance.
 
 Orchestration only: every method delegates to the write, commit, read and compaction tiers (see
 ``docs/architecture.md``). The examples run as doctests.
@@ -36,6 +36,7 @@ from mergetable.core.predicates import Filters
 from mergetable.core.read_options import ReadArgs, ReadRequest, Timestamp, TimeTravel
 from mergetable.core.schema import TableSchema
 from mergetable.core.txn import Txn, make_txn
+from mergetable.dml.api import RowLevelOperations
 from mergetable.interop.views import DataViews
 from mergetable.merge import validate_merge_options
 from mergetable.metadata.models import CommitMessage, Snapshot
@@ -45,7 +46,7 @@ from mergetable.read.reader import SplitReader
 from mergetable.read.request import plan_request, resolve_travel
 from mergetable.read.scan import Split
 from mergetable.read.system_tables import system_table
-from mergetable.write.input import RowKindArg, to_arrow_table
+from mergetable.write.input import RowKindArg
 from mergetable.write.writer import TableWriter
 
 log = logging.getLogger(__name__)
@@ -130,14 +131,15 @@ def table_exists(uri: str, storage_options: dict[str, Any] | None = None) -> boo
     return SchemaManager(FileIO(uri, storage_options)).exists()
 
 
-class Table(TableStore, ChangeData, DataViews):
+class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
     """A primary-key table: rows merged per key by its merge engine, committed as snapshots.
 
     Obtain one with :func:`create_table` or :func:`open_table`. A ``Table`` holds no open resources and
     pickles to its location and schema. What it holds (schema, snapshots, tags, files) and their upkeep
     come from :class:`~mergetable.commit.store.TableStore`; this class adds writing, reading and
     compaction; change data (``changelog``, ``audit_log``, ``stream``, ``follow``, consumers) comes from
-    :class:`~mergetable.read.change_api.ChangeData`. The examples of the members use ``t``, the table this
+    :class:`~mergetable.read.change_api.ChangeData`, and ``delete``/``update``/``merge``/``history`` from
+    :class:`~mergetable.dml.api.RowLevelOperations`. The examples of the members use ``t``, the table this
     example makes:
 
     >>> import tempfile, pyarrow as pa, mergetable as mt
@@ -269,20 +271,6 @@ class Table(TableStore, ChangeData, DataViews):
             (4, None)
         """
         return committed_version(self.latest_snapshot(), app_id)
-
-    def delete(self, keys: Any) -> Snapshot | None:
-        """Delete rows by primary key (``keys`` holds the key columns; other columns may be omitted).
-
-        Example:
-            >>> _ = t.delete(pa.table({"id": [1]}))
-            >>> t.read().to_pydict()
-            {'id': [2], 'v': ['B']}
-        """
-        table = to_arrow_table(keys)
-        missing = [f for f in self.schema if f.name not in table.schema.names and f.name not in self.primary_key]
-        for f in missing:
-            table = table.append_column(f.name, pa.nulls(table.num_rows, f.type))
-        return self.write(table, row_kind="-D")
 
     # -- snapshots, time travel, tags ---------------------------------------------------------------
     def resolve_snapshot(

@@ -13,7 +13,7 @@ import itertools
 import random
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +42,8 @@ from mergetable.metadata.models import (
 Partition = tuple[str | None, ...]
 STORAGE_RETRIES = 3
 _identifiers = itertools.count(1)
+Precondition = Callable[[Snapshot | None], None]
+"""Called with the snapshot each commit attempt builds on, before it writes anything; raising aborts the commit."""
 
 
 def publish(
@@ -53,6 +55,7 @@ def publish(
     identifier: int | None = None,
     properties: dict[str, str] | None = None,
     txn: Txn | None = None,
+    precondition: Precondition | None = None,
 ) -> list[Snapshot]:
     """Commit ``messages`` as one data snapshot (plus a COMPACT one for compaction files) and return them.
 
@@ -60,13 +63,15 @@ def publish(
     (:class:`CommitStateUnknownError`), in which case they are kept. ``overwrite`` is parsed by
     :func:`mergetable.commit.overwrite.overwrite_spec`; ``commit_user`` defaults to a fresh UUID and
     ``identifier`` to a process-wide counter. With ``txn`` (see :mod:`mergetable.commit.txn`) a version
-    already committed raises :class:`AlreadyCommittedError` (files deleted, table unchanged).
+    already committed raises :class:`AlreadyCommittedError` (files deleted, table unchanged). ``precondition``
+    runs in every attempt of the data commit against the snapshot it builds on (row-level operations check
+    there that no concurrent commit changed what they read); what it raises aborts the commit the same way.
     """
     spec = overwrite_spec(schema, messages, overwrite)
     committer = Committer(fileio, schema, commit_user or str(uuid.uuid4()))
     try:
         ident = identifier if identifier is not None else next(_identifiers)
-        return committer.commit(messages, ident, spec, properties, txn)
+        return committer.commit(messages, ident, spec, properties, txn, precondition)
     except CommitStateUnknownError:
         raise
     except BaseException:
@@ -97,6 +102,7 @@ class Committer:
         overwrite: Overwrite | None = None,
         properties: dict[str, str] | None = None,
         txn: Txn | None = None,
+        precondition: Precondition | None = None,
     ) -> list[Snapshot]:
         """Commit the data increment (APPEND/OVERWRITE) then the compaction increment (COMPACT).
 
@@ -107,7 +113,7 @@ class Committer:
         data_msgs = [m for m in messages if m.new_files or m.deleted_files or m.changelog_files]
         if data_msgs or overwrite is not None:
             kind = CommitKind.OVERWRITE if overwrite is not None else CommitKind.APPEND
-            out.append(self._commit_with_retry(data_msgs, kind, identifier, overwrite, properties, txn))
+            out.append(self._commit_with_retry(data_msgs, kind, identifier, overwrite, properties, txn, precondition))
         compact_msgs = [m for m in messages if m.compact_before or m.compact_after or m.compact_changelog_files]
         if compact_msgs:
             out.append(self._commit_with_retry(compact_msgs, CommitKind.COMPACT, identifier, None, properties))
@@ -129,6 +135,7 @@ class Committer:
         overwrite: Overwrite | None,
         properties: dict[str, str] | None,
         txn: Txn | None = None,
+        precondition: Precondition | None = None,
     ) -> Snapshot:
         opts = self.options
         started = time.monotonic()
@@ -144,6 +151,8 @@ class Committer:
                     done = self.snapshots.find_committed(self.commit_user, identifier, first_latest)
                     if done is not None and done.commit_kind is kind:
                         return done
+                if precondition is not None:
+                    precondition(latest)
                 if txn is not None:
                     committed = committed_version(latest, txn.app_id)
                     if committed is not None and committed >= txn.version:

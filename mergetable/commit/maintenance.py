@@ -7,11 +7,18 @@ needs (consumers idle for ``consumer.expiration-time`` are retired first). Snaps
 (oldest first, so the earliest snapshot is always whole), then data, changelog and manifest files that
 no kept snapshot and no tag uses. A crash midway only leaves orphans, which :func:`remove_orphan_files`
 deletes.
+
+:class:`ExpirePolicy` replaces the options for one run (``Table.expire_snapshots(older_than=…, retain_last=…)``,
+pyiceberg's ``expire_older_than``/``retain_last``): snapshots strictly older than ``older_than_ms`` expire,
+the newest ``retain_last`` (at least the latest) are kept, and no per-run limit applies. Tags and consumers
+protect what they reference either way. A dry run computes the same result and changes nothing.
 """
 
 from __future__ import annotations
 
+import datetime
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from mergetable.commit.consumers import ConsumerManager
@@ -19,20 +26,88 @@ from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.orphans import DAY_MS, candidates, check_cutoff
 from mergetable.commit.restore import RESTORED_FROM
 from mergetable.commit.snapshots import SnapshotManager, TagManager
+from mergetable.core.errors import OptionsError
 from mergetable.core.fileio import FileIO
+from mergetable.core.options import TableOptions
 from mergetable.core.paths import PathFactory
+from mergetable.core.read_options import Timestamp, to_epoch_millis
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import FileKind, Snapshot
 
-__all__ = ["DAY_MS", "ExpireResult", "expire_snapshots", "remove_orphan_files", "used_files"]
+__all__ = [
+    "DAY_MS",
+    "ExpirePolicy",
+    "ExpireResult",
+    "expire_policy",
+    "expire_snapshots",
+    "remove_orphan_files",
+    "used_files",
+]
 
 
 @dataclass
 class ExpireResult:
+    """What an expiration removed (with ``dry_run``: would remove; nothing was touched)."""
+
     expired_snapshots: list[int] = field(default_factory=list)
     deleted_files: list[str] = field(default_factory=list)
     expired_tags: list[str] = field(default_factory=list)
     expired_consumers: list[str] = field(default_factory=list)
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class ExpirePolicy:
+    """Explicit bounds for one expiration instead of the ``snapshot.*`` options (see the module docstring)."""
+
+    older_than_ms: int | None = None
+    retain_last: int | None = None
+
+
+def expire_policy(
+    older_than: Timestamp | datetime.timedelta | None, retain_last: int | None, now_ms: int | None = None
+) -> ExpirePolicy | None:
+    """The policy of ``Table.expire_snapshots``'s arguments (None: none given, the options decide).
+
+    >>> expire_policy("1970-01-01T00:00:01Z", 2)
+    ExpirePolicy(older_than_ms=1000, retain_last=2)
+    """
+    if older_than is None and retain_last is None:
+        return None
+    if retain_last is not None and (
+        isinstance(retain_last, bool) or not isinstance(retain_last, int) or retain_last < 1
+    ):
+        raise OptionsError(
+            "retain_last", f"must be an integer >= 1 (the latest snapshot is always kept), got {retain_last!r}"
+        )
+    ms: int | None = None
+    if isinstance(older_than, datetime.timedelta):
+        now = now_ms if now_ms is not None else int(time.time() * 1000)
+        ms = now - older_than // datetime.timedelta(milliseconds=1)  # exact: no float rounding
+    elif older_than is not None:
+        if not isinstance(older_than, int | str | datetime.date):
+            raise OptionsError(
+                "older_than",
+                "must be a datetime, an ISO-8601 string, epoch milliseconds or a timedelta, "
+                f"got {type(older_than).__name__}",
+            )
+        ms = to_epoch_millis(older_than, "older_than")
+    return ExpirePolicy(ms, retain_last)
+
+
+def _bounds(
+    opts: TableOptions, policy: ExpirePolicy | None, earliest: int, latest: int, now: int
+) -> tuple[int, int, int]:
+    """(lowest, end, cutoff): ids below ``lowest`` expire, ``end`` and above stay, in between those older than
+    ``cutoff`` expire (up to the first that is not)."""
+    if policy is None:
+        lowest = max(latest - opts.snapshot_num_retained_max + 1, earliest)
+        end = min(latest - opts.snapshot_num_retained_min + 1, earliest + opts.snapshot_expire_limit)
+        return lowest, end, now - opts.snapshot_time_retained
+    end = latest - max(1, policy.retain_last or 1) + 1
+    if policy.older_than_ms is None:
+        return end, end, now
+    return earliest, end, policy.older_than_ms
 
 
 def _manifest_names(manifests: ManifestIO, snap: Snapshot) -> set[str]:
@@ -45,22 +120,29 @@ def _manifest_names(manifests: ManifestIO, snap: Snapshot) -> set[str]:
     return names
 
 
-def expire_snapshots(fileio: FileIO, schema: TableSchema, now_ms: int | None = None) -> ExpireResult:
+def expire_snapshots(
+    fileio: FileIO,
+    schema: TableSchema,
+    now_ms: int | None = None,
+    policy: ExpirePolicy | None = None,
+    dry_run: bool = False,
+    dropped_tags: Collection[str] = (),
+) -> ExpireResult:
+    """Expire snapshots per the options (or ``policy``); ``dropped_tags`` no longer protect anything (a dry
+    run's tags that expire first)."""
     opts = schema.table_options
     snapshots = SnapshotManager(fileio)
     manifests = ManifestIO(fileio)
     paths = PathFactory.for_table(fileio.root, schema)
-    result = ExpireResult()
+    result = ExpireResult(dry_run=dry_run)
     earliest, latest = snapshots.earliest_id(), snapshots.latest_id()
     if earliest is None or latest is None:
         return result
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     consumers = ConsumerManager(fileio)
-    if opts.consumer_expiration_time is not None:
+    if opts.consumer_expiration_time is not None and not dry_run:
         result.expired_consumers = consumers.expire(opts.consumer_expiration_time, now)
-    older_than = now - opts.snapshot_time_retained
-    lowest = max(latest - opts.snapshot_num_retained_max + 1, earliest)
-    end = min(latest - opts.snapshot_num_retained_min + 1, earliest + opts.snapshot_expire_limit)
+    lowest, end, older_than = _bounds(opts, policy, earliest, latest, now)
     needed = consumers.min_next_snapshot()
     if needed is not None:  # a consumer still reads snapshot `needed`: keep it and everything after it
         end = min(end, needed)
@@ -72,7 +154,7 @@ def expire_snapshots(fileio: FileIO, schema: TableSchema, now_ms: int | None = N
     if end <= earliest:
         return result
     end_snap = snapshots.load(end)
-    tags = list(TagManager(fileio).list().values())
+    tags = [tag for name, tag in TagManager(fileio).list().items() if name not in dropped_tags]
     kept_files: set[tuple[tuple[str | None, ...], int, str]] = set()
     for snap in [end_snap, *tags]:
         kept_files.update((e.partition, e.bucket, e.file.file_name) for e in manifests.live_entries(snap))
@@ -101,22 +183,25 @@ def expire_snapshots(fileio: FileIO, schema: TableSchema, now_ms: int | None = N
                 doomed_files.add(paths.data_file(e.partition, e.bucket, e.file.file_name))
             doomed_manifests |= _manifest_names(manifests, snap) - kept_manifests
 
+    result.expired_snapshots = [sid for sid in range(earliest, end) if snapshots.exists(sid)]
+    result.deleted_files = sorted(doomed_files) + [paths.manifest_file(n) for n in sorted(doomed_manifests)]
+    if dry_run:
+        return result
     snapshots.write_earliest_hint(end)
-    for sid in range(earliest, end):
+    for sid in result.expired_snapshots:
         fileio.delete(paths.snapshot_file(sid))
-        result.expired_snapshots.append(sid)
-    doomed = sorted(doomed_files) + [paths.manifest_file(n) for n in sorted(doomed_manifests)]
-    fileio.delete_quietly(doomed)
-    result.deleted_files = doomed
+    fileio.delete_quietly(result.deleted_files)
     return result
 
 
-def used_files(fileio: FileIO, schema: TableSchema) -> set[str]:
-    """Absolute paths of every file any snapshot or tag references (data, changelog, manifests)."""
+def used_files(fileio: FileIO, schema: TableSchema, dropped_tags: Collection[str] = ()) -> set[str]:
+    """Absolute paths of every file any snapshot or tag (but ``dropped_tags``) references (data, changelog,
+    manifests)."""
     snapshots = SnapshotManager(fileio)
     manifests = ManifestIO(fileio)
     paths = PathFactory.for_table(fileio.root, schema)
-    snaps: list[Snapshot] = [*snapshots.snapshots(), *TagManager(fileio).list().values()]
+    tags = [tag for name, tag in TagManager(fileio).list().items() if name not in dropped_tags]
+    snaps: list[Snapshot] = [*snapshots.snapshots(), *tags]
     used: set[str] = set()
     seen_manifests: set[str] = set()
     for snap in snaps:

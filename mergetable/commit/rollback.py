@@ -149,8 +149,12 @@ def expired_tags(tags: dict[str, Tag], now_ms: int) -> list[str]:
     )
 
 
-def expire_tags(fileio: FileIO, schema: TableSchema, now_ms: int | None = None) -> tuple[list[str], list[str]]:
-    """Delete tags past their retention and the files only they referenced: (tag names, deleted files)."""
+def expire_tags(
+    fileio: FileIO, schema: TableSchema, now_ms: int | None = None, dry_run: bool = False
+) -> tuple[list[str], list[str]]:
+    """Delete tags past their retention and the files only they referenced: (tag names, deleted files).
+
+    With ``dry_run`` nothing is deleted and the same pair is returned."""
     tag_manager, manifests = TagManager(fileio), ManifestIO(fileio)
     paths = PathFactory.for_table(fileio.root, schema)
     now = now_ms if now_ms is not None else int(time.time() * 1000)
@@ -164,6 +168,9 @@ def expire_tags(fileio: FileIO, schema: TableSchema, now_ms: int | None = None) 
         candidates |= {paths.manifest_file(n) for n in _lists(tag)}
         for e in manifests.live_entries(tag):
             candidates.add(paths.data_file(e.partition, e.bucket, e.file.file_name))
+    if dry_run:
+        return names, sorted(candidates - used_files(fileio, schema, dropped_tags=names))
+    for name in names:
         tag_manager.delete(name)
     deleted = sorted(candidates - used_files(fileio, schema))
     fileio.delete_quietly(deleted)

@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from mergetable.commit.alter import TableAlter
-from mergetable.commit.maintenance import ExpireResult, expire_snapshots, remove_orphan_files
+from mergetable.commit.maintenance import ExpireResult, expire_policy, expire_snapshots, remove_orphan_files
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.rollback import RollbackResult, expire_tags, retained_ms, rollback_to
 from mergetable.commit.snapshots import SnapshotManager, TagManager
@@ -22,6 +22,7 @@ from mergetable.core.errors import MergeTableError
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import TableOptions
 from mergetable.core.paths import PathFactory
+from mergetable.core.read_options import Timestamp
 from mergetable.core.schema import TableSchema
 from mergetable.merge import MergeFunction, create_merge_function
 from mergetable.metadata.models import DataFileMeta, ManifestEntry, Snapshot, Tag
@@ -306,17 +307,44 @@ class TableStore:
         """
         return self._manifests.changelog_entries(snapshot)
 
-    def expire_snapshots(self, now_ms: int | None = None) -> ExpireResult:
-        """Expire tags past their retention, then old snapshots per ``snapshot.*`` options, deleting files no
-        kept snapshot or tag uses.
+    def expire_snapshots(
+        self,
+        older_than: Timestamp | datetime.timedelta | None = None,
+        retain_last: int | None = None,
+        dry_run: bool = False,
+        now_ms: int | None = None,
+    ) -> ExpireResult:
+        """Expire tags past their retention, then old snapshots, deleting files no kept snapshot or tag uses.
+
+        Without arguments the ``snapshot.*`` options decide (``snapshot.num-retained.min/max``,
+        ``snapshot.time-retained``, ``snapshot.expire.limit``). With ``older_than`` and/or ``retain_last``
+        they replace the options for this run, as pyiceberg's ``expire_snapshots``: every snapshot strictly
+        older than ``older_than`` expires except the newest ``retain_last`` (default 1: the latest is always
+        kept). Tags and consumers protect what they use; only files the table's metadata references are
+        deleted (see ``docs/maintenance.md``).
+
+        Args:
+            older_than: A ``datetime``, an ISO-8601 string (no zone: local time), epoch milliseconds, or a
+                ``timedelta`` meaning that long ago.
+            retain_last: How many of the newest snapshots to keep (≥ 1).
+            dry_run: Compute and return what would be expired and deleted, changing nothing.
+            now_ms: The current time (tests; tag retention and ``timedelta`` are measured from it).
+
+        Raises:
+            OptionsError: ``older_than`` or ``retain_last`` is malformed (the message names it).
 
         Example:
+            >>> t.expire_snapshots(retain_last=1, dry_run=True).expired_snapshots
+            [1]
+            >>> len(t.snapshots())
+            2
             >>> opts = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"}
             >>> mt.Table(t.fileio, t.table_schema.with_options(opts)).expire_snapshots().expired_snapshots
             [1]
         """
-        tags, tag_files = expire_tags(self.fileio, self.table_schema, now_ms)
-        result = expire_snapshots(self.fileio, self.table_schema, now_ms)
+        policy = expire_policy(older_than, retain_last, now_ms)
+        tags, tag_files = expire_tags(self.fileio, self.table_schema, now_ms, dry_run)
+        result = expire_snapshots(self.fileio, self.table_schema, now_ms, policy, dry_run, tags)
         result.expired_tags, result.deleted_files = tags, [*tag_files, *result.deleted_files]
         return result
 

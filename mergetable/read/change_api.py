@@ -91,7 +91,7 @@ class ChangeData:
         >>> import tempfile, pyarrow as pa, mergetable as mt
         >>> t = mt.create_table(tempfile.mkdtemp() + "/t", pa.schema([("k", pa.int64()), ("v", pa.int64())]), ["k"])
         >>> _ = t.write(pa.table({"k": [1, 2], "v": [10, 20]}))
-        >>> _ = t.delete(pa.table({"k": [2]}))
+        >>> _ = t.delete_keys(pa.table({"k": [2]}))
         >>> t.changelog(1, 2).to_pylist()
         [{'k': 2, 'v': None, '_row_kind': '-D'}]
         >>> t.changelog(0, 2, mode="diff").to_pylist()

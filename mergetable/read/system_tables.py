@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from mergetable.commit.manifests import ManifestIO
+from mergetable.commit.operation import operation_of
 from mergetable.commit.rollback import iso_duration
 from mergetable.commit.schemas import SchemaManager
 from mergetable.commit.snapshots import SnapshotManager, TagManager
@@ -195,6 +196,7 @@ def _snapshots(ctx: _Context, _: Snapshot | None) -> list[dict[str, Any]]:
             "delta_record_count": s.delta_record_count,
             "changelog_record_count": s.changelog_record_count,
             "watermark": s.watermark,
+            "operation": operation_of(s),
         }
         for s in ctx.snapshots.snapshots()
     ]

@@ -9,7 +9,8 @@
 
 Every row-level operation reads the latest snapshot, computes in Spark the ``+I``/``+U``/``-D`` records it
 amounts to, and writes them with the batch writer as **one** commit. What each operation means on the
-aggregation, partial-update and first-row engines is in :mod:`mergetable.spark.delta_rules`.
+aggregation, partial-update and first-row engines is in :mod:`mergetable.dml.rules`, shared with the Python
+:class:`mergetable.Table`.
 Concurrent writers are not refused: the records are applied by key over whatever was committed meanwhile.
 """
 
@@ -26,10 +27,10 @@ from pyspark.sql import types as T
 
 from mergetable.commit.rollback import RollbackResult
 from mergetable.core.errors import MergeError, MergeTableError, OptionsError, SchemaError
+from mergetable.dml.rules import check_assigned, check_delete, check_update, nulls_refused
 from mergetable.metadata.models import Snapshot
 from mergetable.spark.compact import compact
 from mergetable.spark.delta_merge import NULL_ASSIGNED, ROW_KIND, MergeBuilder, as_column, assignments
-from mergetable.spark.delta_rules import check_delete, check_update, nulls_refused
 from mergetable.spark.options import STORAGE_JSON
 from mergetable.spark.source import MergeTableDataSource
 from mergetable.spark.types import spark_schema
@@ -115,9 +116,7 @@ class MergeTable:
             raise SchemaError("update needs set={column: expression}")
         columns = list(self.table.schema.names)
         values = assignments(set, columns, "update")
-        changed = [k for k in self.table.primary_key if k in values]
-        if changed:
-            raise SchemaError("an update cannot change a primary-key column (delete and insert instead)", changed[0])
+        check_assigned(self.table.table_schema, values, "update")
         target = self.target_df()
         cond = as_column(condition) if not isinstance(condition, Mapping) else None
         rows = target if cond is None else target.filter(cond)
@@ -153,19 +152,24 @@ class MergeTable:
 
     # -- history and time travel ---------------------------------------------------------------------
     def history(self, limit: int | None = None) -> DataFrame:
-        """One row per snapshot, newest first, in Delta's history columns (``version`` = snapshot id)."""
-        snaps = sorted(self.table.snapshots(), key=lambda s: -s.id)[:limit]
+        """One row per snapshot, newest first, in Delta's history columns (``version`` = snapshot id), from
+        the same rows as :meth:`mergetable.Table.history`."""
         rows = [
             (
-                s.id,
-                datetime.datetime.fromtimestamp(s.time_millis / 1000, tz=datetime.UTC),
-                s.commit_user,
-                s.commit_kind.value,
-                dict(s.properties or {}),
-                s.id - 1 if s.id > 1 else None,
-                {"numOutputRows": str(s.delta_record_count), "totalRecordCount": str(s.total_record_count)},
+                h["version"],
+                h["timestamp"],
+                h["commit_user"],
+                h["operation"],
+                dict(h["properties"] or []),
+                h["read_version"],
+                {
+                    "numOutputRows": str(h["delta_record_count"]),
+                    "totalRecordCount": str(h["total_record_count"]),
+                    "numAddedFiles": str(h["added_files"]),
+                    "numRemovedFiles": str(h["deleted_files"]),
+                },
             )
-            for s in snaps
+            for h in self.table.history(limit).to_pylist()
         ]
         return self.spark.createDataFrame(rows, _HISTORY)
 

@@ -1,24 +1,31 @@
 """``MergeTable.merge(source, condition)``: Delta's MERGE as one commit of ``+I``/``+U``/``-D`` records.
 
-The target (the latest snapshot) and the source are joined full-outer on the condition. Each joined row is
-*matched* (both sides), *not matched* (source only) or *not matched by source* (target only); for each
-kind the clauses are tried in the order they were added and the first whose condition holds applies (no
-clause: the row is left alone). As in Delta, when a target row is matched by several source rows and there
-is a ``whenMatched`` clause, the merge fails (``MergeError``) before anything is written.
+The target (the latest snapshot) and the source are joined full-outer on the condition, computed in Spark.
+The clauses, their order, the single-match rule and each merge engine's rules are those of
+:mod:`mergetable.dml.clauses` and :mod:`mergetable.dml.rules`, shared with :meth:`mergetable.Table.merge`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from mergetable.core.errors import MergeError, SchemaError
-from mergetable.spark.delta_rules import check_delete, check_update
+from mergetable.core.errors import SchemaError
+from mergetable.dml.clauses import (
+    MATCHED,
+    NOT_MATCHED,
+    NOT_MATCHED_BY_SOURCE,
+    Action,
+    Clause,
+    Kind,
+    ambiguous_match,
+    make_clause,
+    needs_single_match,
+    resolve_columns,
+)
 from mergetable.table import Table
 
 
@@ -35,7 +42,6 @@ class MergeTarget(Protocol):
 ROW_KIND = "_mergetable_row_kind"
 NULL_ASSIGNED = "_mergetable_null_assigned"
 _T, _S, _ACTION = "_mergetable_target", "_mergetable_source", "_mergetable_action"
-MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE = "matched", "not matched", "not matched by source"
 
 
 def as_column(condition: str | Column | None) -> Column | None:
@@ -49,14 +55,8 @@ def as_column(condition: str | Column | None) -> Column | None:
 
 def assignments(values: Mapping[str, str | Column] | None, columns: list[str], what: str) -> dict[str, Column]:
     """``{column: SQL expression or Column}`` with every column a table column (matched case-insensitively)."""
-    lower = {c.lower(): c for c in columns}
-    out: dict[str, Column] = {}
-    for name, value in (values or {}).items():
-        column = name if name in columns else lower.get(name.lower())
-        if column is None:
-            raise SchemaError(f"{what} names a column the table does not have (columns: {columns})", name)
-        out[column] = value if isinstance(value, Column) else F.expr(str(value))
-    return out
+    resolved = resolve_columns(values or {}, columns, what)
+    return {c: v if isinstance(v, Column) else F.expr(str(v)) for c, v in resolved.items()}
 
 
 def _any_null_assigned(values: Mapping[str, Column], target: DataFrame, columns: list[str]) -> Column:
@@ -68,14 +68,6 @@ def _any_null_assigned(values: Mapping[str, Column], target: DataFrame, columns:
     return out
 
 
-@dataclass(frozen=True)
-class _Clause:
-    kind: str
-    action: str  # "update", "delete" or "insert"
-    condition: Column | None
-    values: dict[str, Column] | None  # None: all columns from the source (UpdateAll / InsertAll)
-
-
 class MergeBuilder:
     """Delta's ``DeltaMergeBuilder``: add clauses, then :meth:`execute`."""
 
@@ -83,22 +75,12 @@ class MergeBuilder:
         self._table = table
         self._source = source
         self._condition = as_column(condition)
-        self._clauses: list[_Clause] = []
+        self._clauses: list[Clause[Column]] = []
 
-    def _add(self, kind: str, action: str, condition: Any, values: Mapping[str, Any] | None) -> MergeBuilder:
-        opts = self._table.table.table_options
-        operation = f"merge ({kind}: {action})"
-        if action == "delete":
-            check_delete(opts, operation)
-        elif action == "update":
-            check_update(opts, operation)
+    def _add(self, kind: Kind, action: Action, condition: Any, values: Mapping[str, Any] | None) -> MergeBuilder:
         cols = list(self._table.table.schema.names)
         vals = assignments(values, cols, f"{kind} {action}") if values is not None else None
-        if action == "insert" and vals is not None:
-            missing = [k for k in self._table.table.primary_key if k not in vals]
-            if missing:
-                raise SchemaError(f"whenNotMatchedInsert must give the primary key {missing}", missing[0])
-        self._clauses.append(_Clause(kind, action, as_column(condition), vals))
+        self._clauses.append(make_clause(self._table.table.table_schema, kind, action, as_column(condition), vals))
         return self
 
     def whenMatchedUpdate(
@@ -147,7 +129,7 @@ class MergeBuilder:
             NOT_MATCHED: F.col(_T).isNull(),
             NOT_MATCHED_BY_SOURCE: F.col(_S).isNull(),
         }
-        if any(c.kind == MATCHED and not (c.action == "delete" and c.condition is None) for c in self._clauses):
+        if needs_single_match(self._clauses):
             self._check_single_match(joined.filter(kind_of[MATCHED]), target, columns)
         action: Column = F.lit(None)
         chain: Any = None
@@ -169,8 +151,10 @@ class MergeBuilder:
             out = out.unionByName(p)
         return out
 
-    def _projection(self, clause: _Clause, columns: list[str], target: DataFrame, source: DataFrame) -> list[Column]:
-        kind = {"update": "+U", "delete": "-D", "insert": "+I"}[clause.action]
+    def _projection(
+        self, clause: Clause[Column], columns: list[str], target: DataFrame, source: DataFrame
+    ) -> list[Column]:
+        kind = clause.row_kind
         null_assigned: Column = F.lit(False)
         if clause.action == "delete":
             values = {c: target[c] for c in columns}
@@ -187,22 +171,13 @@ class MergeBuilder:
         else:
             values = {c: clause.values.get(c, target[c]) for c in columns}
             null_assigned = _any_null_assigned({c: clause.values[c] for c in clause.values}, target, columns)
-            changed = [k for k in self._table.table.primary_key if k in clause.values]
-            if changed:
-                raise SchemaError(
-                    "an update cannot change a primary-key column (delete and insert instead)", changed[0]
-                )
         return [*(values[c].alias(c) for c in columns), F.lit(kind).alias(ROW_KIND), null_assigned.alias(NULL_ASSIGNED)]
 
     def _check_single_match(self, matched: DataFrame, target: DataFrame, columns: list[str]) -> None:
         keys = [target[k] for k in self._table.table.primary_key]
         dup = matched.groupBy(*keys).count().filter(F.col("count") > 1).limit(1).collect()
         if dup:
-            key = {k: dup[0][i] for i, k in enumerate(self._table.table.primary_key)}
-            raise MergeError(
-                "merge: a target row was matched by several source rows, so it cannot be updated or deleted "
-                f"unambiguously (key {json.dumps(key, default=str)}); deduplicate the source or narrow the condition"
-            )
+            raise ambiguous_match({k: dup[0][i] for i, k in enumerate(self._table.table.primary_key)})
 
     def execute(self) -> None:
         """Run the merge: one commit (nothing is written when no clause applies to any row)."""

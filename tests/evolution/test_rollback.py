@@ -180,7 +180,7 @@ def test_rollback_matches_a_dict_oracle(tmp_path_factory: pytest.TempPathFactory
     for n, key in enumerate(ops):
         if key == 5 and oracle:
             k = sorted(oracle)[n % len(oracle)]
-            t.delete(pa.table({"id": [k[0]], "dt": [k[1]]}))
+            t.delete_keys(pa.table({"id": [k[0]], "dt": [k[1]]}))
             del oracle[k]
         else:
             t.write(pa.table({"id": [key], "dt": ["a" if n % 2 else "b"], "v": [float(n)]}, schema=SCHEMA))

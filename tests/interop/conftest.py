@@ -51,7 +51,7 @@ def build(uri: str) -> mt.Table:
             1, "dt", pa.array([DAYS[i // 200 % 3] for i in range(150, 450)])
         )
     )
-    t.delete(pa.table({"id": list(range(0, 1200, 9)), "dt": [DAYS[i // 200 % 3] for i in range(0, 1200, 9)]}))
+    t.delete_keys(pa.table({"id": list(range(0, 1200, 9)), "dt": [DAYS[i // 200 % 3] for i in range(0, 1200, 9)]}))
     return t
 
 

@@ -74,7 +74,7 @@ def test_count_equals_the_merged_rows(tmp_path_factory: pytest.TempPathFactory, 
             t.write({"id": keys, "v": keys})
             present |= set(keys)
         elif op == "delete" and keys and engine != "first-row":
-            t.delete({"id": keys})
+            t.delete_keys({"id": keys})
             present -= set(keys)
         elif op == "compact":
             t.compact(full=True)

@@ -181,7 +181,7 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> mt.Table:
     t = mt.create_table(uri, SCHEMA, ["id", "part"], ["part"], options={"bucket": "1"})
     t.write(_rows(range(40), 0))
     t.write(_rows(range(0, 40, 3), 1))  # updates: new versions of some keys
-    t.delete(pa.table({"id": pa.array([4, 5, 6], pa.int64()), "part": ["b", "c", "a"]}))
+    t.delete_keys(pa.table({"id": pa.array([4, 5, 6], pa.int64()), "part": ["b", "c", "a"]}))
     t.write(_rows(range(40, 46), 2))
     return t
 

@@ -69,7 +69,7 @@ def test_register_view_sees_every_new_commit(spark: Any, table: mt.Table) -> Non
     table.write(pa.table({"id": [7], "dt": ["b"], "v": [7.0]}, schema=SCHEMA))
     assert spark.sql("SELECT count(*) AS n FROM live_orders").collect()[0].n == 5
     assert spark.sql("SELECT count(*) AS n FROM pinned_orders").collect()[0].n == 4  # a DataFrame keeps its snapshot
-    table.delete(pa.table({"id": [1, 2], "dt": ["a", "a"]}))
+    table.delete_keys(pa.table({"id": [1, 2], "dt": ["a", "a"]}))
     rows = spark.sql("SELECT id FROM live_orders WHERE dt = 'a'").collect()
     assert rows == []
     mts.register_view(spark, "orders_at_1", table.uri, snapshot_id=1)

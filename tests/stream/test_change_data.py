@@ -28,7 +28,7 @@ def test_deletes_are_visible_in_incremental_ranges(table_uri: str) -> None:
     t = create(table_uri, **{"write-only": "true"})
     put(t, {1: 10, 2: 20})
     put(t, {3: 30})
-    t.delete(pa.table({"k": [1]}))
+    t.delete_keys(pa.table({"k": [1]}))
     # the measured bug: (1,2] and (1,3] were the same although snapshot 3 deleted key 1
     assert changes(t.changelog(1, 2)) == [("+I", 3, 30)]
     assert changes(t.changelog(1, 3)) == [("+I", 3, 30), ("-D", 1, None)]
@@ -80,7 +80,7 @@ def test_timestamps_give_the_range(table_uri: str) -> None:
 def test_audit_log_has_paimons_rowkind_first(table_uri: str) -> None:
     t = create(table_uri)
     put(t, {1: 10, 2: 20})
-    t.delete(pa.table({"k": [2]}))
+    t.delete_keys(pa.table({"k": [2]}))
     log = t.audit_log()
     assert log.column_names == ["rowkind", "k", "v"]
     assert log.to_pylist() == [{"rowkind": "+I", "k": 1, "v": 10}]

@@ -32,7 +32,7 @@ def as_json(*args: str) -> Any:
 def test_consumers_list_reset_delete(tmp_path: Path) -> None:
     t = mt.create_table(str(tmp_path / "t"), pa.schema([("k", pa.int64()), ("v", pa.int64())]), ["k"])
     t.write(pa.table({"k": [1, 2], "v": [1, 2]}))
-    t.delete(pa.table({"k": [2]}))
+    t.delete_keys(pa.table({"k": [2]}))
     assert as_json("consumers", t.uri) == []
     next(t.follow({"scan.snapshot-id": "1"}, consumer_id="etl"))
     assert as_json("consumers", t.uri) == [{"consumer": "etl", "next_snapshot": 1}]

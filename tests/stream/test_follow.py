@@ -38,7 +38,7 @@ def three(table_uri: str) -> mt.Table:
     t = create(table_uri)
     put(t, {1: 10, 2: 20})
     put(t, {1: 11})
-    t.delete(pa.table({"k": [2]}))
+    t.delete_keys(pa.table({"k": [2]}))
     return t
 
 

@@ -66,7 +66,7 @@ def history(tmp_path: Path) -> mt.Table:
     put(t, {1: 10, 2: 20})
     put(t, {1: 11})
     t.compact(full=True)
-    t.delete(pa.table({"k": [2]}))
+    t.delete_keys(pa.table({"k": [2]}))
     put(t, {3: 30})
     return t
 
@@ -93,7 +93,7 @@ def test_lookup_stream_replays_every_snapshot(spark: SparkSession, tmp_path: Pat
     source = create(str(tmp_path / "src"), **{"changelog-producer": "lookup"})
     put(source, {1: 1, 2: 2})
     put(source, {1: 10, 3: 3})
-    source.delete(pa.table({"k": [2]}))
+    source.delete_keys(pa.table({"k": [2]}))
     put(source, {2: 22})
     batches = stream(spark, source.uri, tmp_path / "ck", **{"scan.snapshot-id": "1", "max-snapshots-per-trigger": "1"})
     assert [b for b, _ in batches] == list(range(len(source.snapshots())))  # one batch per snapshot
@@ -139,7 +139,7 @@ def test_processing_time_stream_with_concurrent_writers_and_a_compactor(spark: S
         for i in range(12):
             put(t, {i % 5: i, 10 + i: i})
             if i % 4 == 3:
-                t.delete(pa.table({"k": [10 + i - 1]}))
+                t.delete_keys(pa.table({"k": [10 + i - 1]}))
 
     threads = [threading.Thread(target=compactor), threading.Thread(target=writer)]
     for th in threads:
@@ -217,7 +217,7 @@ def test_a_killed_driver_restarts_from_its_checkpoint_without_loss_or_duplicates
     source = create(str(tmp_path / "src"), **{"changelog-producer": "lookup"})
     for i in range(3):
         put(source, {i: i, i + 1: 10 * i})
-    source.delete(pa.table({"k": [0]}))
+    source.delete_keys(pa.table({"k": [0]}))
     latest = source.latest_snapshot()
     assert latest is not None
     out, checkpoint = tmp_path / "out", str(tmp_path / "ck")

@@ -109,7 +109,7 @@ def test_sequence_numbers_in_manifests_are_the_committed_ones(table_uri: str) ->
 def test_next_sequence_number_never_decreases(table_uri: str) -> None:
     t = make(table_uri, bucket="1")
     t.write(rows([1, 2], "a"))
-    t.delete(pa.table({"k": [1, 2]}))  # the newest numbers belong to retracts that a full compaction drops
+    t.delete_keys(pa.table({"k": [1, 2]}))  # the newest numbers belong to retracts that a full compaction drops
     before = t.latest_snapshot()
     t.compact(full=True)
     after = t.latest_snapshot()

@@ -57,7 +57,7 @@ def test_float_keys_against_oracle(
             for k, (_, v) in zip(ks, rows, strict=True):
                 oracle[order_key(k)] = v
         elif op == "delete" and rows:
-            t.delete(pa.table({"k": pa.array(ks, key_type)}))
+            t.delete_keys(pa.table({"k": pa.array(ks, key_type)}))
             for k in ks:
                 oracle.pop(order_key(k), None)
         assert _state(t.read().to_pylist()) == oracle

@@ -1,4 +1,5 @@
-"""What Delta's row-level operations mean on each merge engine (see docs/spark.md, "MergeTable").
+"""What row-level operations (delete, update, merge) mean on each merge engine: one rule book for the Python
+:class:`mergetable.Table` and the Spark ``MergeTable`` (see ``docs/dml.md``).
 
 Deletes become ``-D`` records and updates ``+U`` records with the whole new row, so:
 
@@ -14,13 +15,19 @@ Deletes become ``-D`` records and updates ``+U`` records with the whole new row,
   row of their key if it exists.
 * ``first-row``: the first row of a key is kept forever: update and delete are refused; inserts of a key that
   exists are ignored, as the engine defines.
-* ``ignore-delete`` set: deletes would be dropped, so they are refused.
+* ``ignore-delete`` set (or ``table.delete.behavior`` = ``ignore``/``disable``): deletes would be dropped or
+  rejected by the writer, so they are refused up front.
+
+Every refusal happens before anything is read or written, so the table is unchanged.
 """
 
 from __future__ import annotations
 
-from mergetable.core.errors import OptionsError, UnsupportedError
-from mergetable.core.options import MergeEngine, TableOptions
+from collections.abc import Iterable
+
+from mergetable.core.errors import OptionsError, SchemaError, UnsupportedError
+from mergetable.core.options import DeleteBehavior, MergeEngine, TableOptions
+from mergetable.core.schema import TableSchema
 
 _REMOVE_ON_DELETE = {
     MergeEngine.PARTIAL_UPDATE: "partial-update.remove-record-on-delete",
@@ -29,10 +36,19 @@ _REMOVE_ON_DELETE = {
 
 
 def check_delete(opts: TableOptions, operation: str) -> None:
-    """Refuse a delete that the table would drop or could not apply, naming the option to set."""
+    """Refuse a delete that the table would drop or could not apply, naming the option to set.
+
+    >>> from mergetable.core.options import TableOptions
+    >>> check_delete(TableOptions.from_map({"merge-engine": "aggregation"}), "delete")
+    Traceback (most recent call last):
+    ...
+    mergetable.core.errors.OptionsError: option 'aggregation.remove-record-on-delete': delete on an ...
+    """
     engine = opts.merge_engine
     if opts.ignore_delete:
         raise OptionsError("ignore-delete", f"{operation}: the table drops deletes (ignore-delete=true)")
+    if opts.delete_behavior in (DeleteBehavior.IGNORE, DeleteBehavior.DISABLE):
+        raise OptionsError("table.delete.behavior", f"{operation}: the table {opts.delete_behavior.value}s deletes")
     if engine is MergeEngine.FIRST_ROW:
         raise UnsupportedError(
             f"{operation}: a first-row table keeps the first row of each key; rows cannot be deleted"
@@ -65,9 +81,20 @@ def check_update(opts: TableOptions, operation: str) -> None:
         raise UnsupportedError(f"{operation} on a first-row table: the first row of each key is kept; it cannot change")
 
 
+def check_assigned(schema: TableSchema, columns: Iterable[str], operation: str) -> None:
+    """Refuse assigning a primary-key or partition column (a key change is a delete plus an insert)."""
+    for c in columns:
+        if c in schema.partition_keys:
+            raise SchemaError(f"{operation}: an update cannot change a partition column (delete and insert instead)", c)
+        if c in schema.primary_keys:
+            raise SchemaError(
+                f"{operation}: an update cannot change a primary-key column (delete and insert instead)", c
+            )
+
+
 def nulls_refused(opts: TableOptions) -> bool:
     """Whether assigning NULL must be refused (partial update skips NULLs)."""
     return opts.merge_engine is MergeEngine.PARTIAL_UPDATE
 
 
-__all__ = ["check_delete", "check_update", "nulls_refused"]
+__all__ = ["check_assigned", "check_delete", "check_update", "nulls_refused"]

@@ -1,0 +1,134 @@
+"""Committing a row-level operation: one commit of ``+I``/``+U``/``-D`` records, safe against concurrent commits.
+
+An operation is a function of the snapshot it reads (``compute``) giving the change rows and their kinds.
+They are written by a table writer and committed as **one** snapshot (its ``operation`` property names the
+operation, e.g. ``DELETE``). The commit's precondition checks, in every attempt of the commit protocol,
+that no data commit landed after the snapshot read on any bucket the operation writes to: such a commit
+may have changed the rows the operation read, and applying records computed from stale rows would silently
+undo it. Like deltalake, the operation is then computed again on the new snapshot, a few times, before it
+fails with :class:`~mergetable.core.errors.CommitConflictError` (the table unchanged). Compactions never
+conflict (they do not change what the rows are).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from typing import Protocol, Unpack
+
+import numpy as np
+import pyarrow as pa
+
+from mergetable.commit.committer import publish
+from mergetable.commit.operation import OPERATION
+from mergetable.compaction.job import CompactionJob
+from mergetable.core.errors import CommitConflictError, SnapshotNotFoundError
+from mergetable.core.fileio import FileIO
+from mergetable.core.options import TableOptions
+from mergetable.core.predicates import Filters
+from mergetable.core.read_options import ReadArgs
+from mergetable.core.schema import TableSchema
+from mergetable.metadata.models import CommitKind, ManifestEntry, Snapshot
+from mergetable.write.writer import TableWriter
+
+RECOMPUTE_ATTEMPTS = 3
+
+Bucket = tuple[tuple[str | None, ...], int]
+Changes = tuple[pa.Table, np.ndarray] | None
+"""Rows with the table's columns and one :class:`~mergetable.core.rowkind.RowKind` (int8) per row (None: no change)."""
+
+
+class DmlTable(Protocol):
+    """What the row-level operations need of a :class:`mergetable.Table`."""
+
+    fileio: FileIO
+    table_schema: TableSchema
+
+    @property
+    def schema(self) -> pa.Schema: ...
+    @property
+    def primary_key(self) -> tuple[str, ...]: ...
+    @property
+    def table_options(self) -> TableOptions: ...
+    def latest_snapshot(self) -> Snapshot | None: ...
+    def snapshot(self, snapshot_id: int) -> Snapshot: ...
+    def snapshots(self) -> list[Snapshot]: ...
+    def delta_entries(self, snapshot: Snapshot) -> list[ManifestEntry]: ...
+    def read(
+        self, columns: Sequence[str] | None = None, filter: Filters | None = None, **args: Unpack[ReadArgs]
+    ) -> pa.Table: ...
+    def new_writer(self) -> TableWriter: ...
+    def compaction_job(self) -> CompactionJob: ...
+
+
+class _ConcurrentChange(CommitConflictError):
+    pass
+
+
+def apply_changes(
+    table: DmlTable, operation: str, compute: Callable[[Snapshot | None], Changes], blind: bool = False
+) -> Snapshot | None:
+    """Compute the changes on the latest snapshot and commit them as one snapshot (see the module docstring).
+
+    ``blind``: the changes do not depend on what the table holds (deleting given keys): no conflict check.
+
+    Returns the operation's snapshot, None when there was nothing to change.
+    """
+    conflict: _ConcurrentChange | None = None
+    for _ in range(RECOMPUTE_ATTEMPTS):
+        base = table.latest_snapshot()
+        changes = compute(base)
+        if changes is None or changes[0].num_rows == 0:
+            return None
+        rows, kinds = changes
+        writer = table.new_writer()
+        try:
+            writer.write(rows, row_kind=pa.array(kinds, pa.int8()))
+            messages = writer.prepare_commit()
+        except BaseException:
+            writer.abort()
+            raise
+        if not messages:
+            return None
+        touched = {(m.partition, m.bucket) for m in messages}
+        guard = None if blind else _unchanged_since(table, base, touched)
+        try:
+            props = {OPERATION: operation}
+            snaps = publish(table.fileio, table.table_schema, messages, properties=props, precondition=guard)
+        except _ConcurrentChange as exc:
+            conflict = exc
+            continue
+        if not snaps:
+            return None
+        table.compaction_job().after_commit(messages, snaps[-1])
+        return snaps[0]
+    raise CommitConflictError(f"{operation.lower()}: {conflict} on each of {RECOMPUTE_ATTEMPTS} attempts; try again")
+
+
+def _unchanged_since(
+    table: DmlTable, base: Snapshot | None, touched: Collection[Bucket]
+) -> Callable[[Snapshot | None], None]:
+    """A commit precondition: no data commit after ``base`` wrote to a bucket of ``touched``."""
+    base_id = base.id if base is not None else 0
+
+    def check(latest: Snapshot | None) -> None:
+        latest_id = latest.id if latest is not None else 0
+        if latest_id < base_id:
+            raise _ConcurrentChange(f"the table was rolled back from snapshot {base_id} to {latest_id} meanwhile")
+        for sid in range(base_id + 1, latest_id + 1):
+            try:
+                snap = table.snapshot(sid)
+            except SnapshotNotFoundError:
+                raise _ConcurrentChange(f"snapshot {sid}, committed meanwhile, is gone") from None
+            if snap.commit_kind is CommitKind.COMPACT:
+                continue
+            hit = next((e for e in table.delta_entries(snap) if (e.partition, e.bucket) in touched), None)
+            if hit is not None:
+                raise _ConcurrentChange(
+                    f"snapshot {sid} (a concurrent {snap.commit_kind.value} commit) changed bucket {hit.bucket} "
+                    f"of partition {list(hit.partition)} after snapshot {base_id} was read"
+                )
+
+    return check
+
+
+__all__ = ["Changes", "DmlTable", "apply_changes"]

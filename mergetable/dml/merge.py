@@ -1,0 +1,288 @@
+"""``Table.merge(source, on)``: deltalake's merge builder, with the clause semantics of :mod:`mergetable.dml.clauses`.
+
+The target is the latest snapshot, the source anything :meth:`mergetable.Table.write` accepts. They are
+joined full-outer on equal values of the ``on`` columns (default: the primary key; NULL never matches) by
+Acero on the key columns only; the rows are then gathered by index. In the joined rows, conditions and
+assigned values are ``pyarrow.compute`` expressions in which ``pc.field("source.x")`` and
+``pc.field("target.x")`` (by the aliases) name each side's column ``x``; a column present on one side only
+may also be named plainly (``pc.field("x")``). Conditions that are NULL do not hold.
+
+* ``when_matched_update(set)``: assigned columns take their values, the others keep the target's;
+  ``when_matched_update_all()``: every non-key column from the source column of the same name (the key stays
+  the target's: keys are never updated).
+* ``when_not_matched_insert(values)``: unassigned columns are NULL; ``..._insert_all()``: the source row.
+* ``when_matched_delete()``, ``when_not_matched_by_source_delete()``, ``when_not_matched_by_source_update``.
+
+Without ``when_not_matched_by_source_*`` clauses only the target rows whose ``on`` values occur in the
+source are read (pruned by an ``in`` filter).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from mergetable.core.errors import SchemaError
+from mergetable.core.predicates import Predicate
+from mergetable.core.rowkind import RowKind
+from mergetable.dml.apply import Changes, DmlTable, apply_changes
+from mergetable.dml.clauses import (
+    MATCHED,
+    NOT_MATCHED,
+    NOT_MATCHED_BY_SOURCE,
+    Action,
+    Clause,
+    Kind,
+    ambiguous_match,
+    make_clause,
+    needs_single_match,
+)
+from mergetable.dml.evaluate import assignment, cast_columns, check_condition, masks, project
+from mergetable.dml.ops import check_nulls
+from mergetable.metadata.models import Snapshot
+from mergetable.write.input import to_arrow_table
+
+_MAX_PRUNE_VALUES = 1_000  # an in-list is bound value by value: worth it for small sources only
+_ROW_KIND = {"update": RowKind.UPDATE_AFTER, "delete": RowKind.DELETE, "insert": RowKind.INSERT}
+
+
+class MergeBuilder:
+    """Clauses of a merge into a table; :meth:`execute` commits it. Made by :meth:`mergetable.Table.merge`."""
+
+    def __init__(
+        self, table: DmlTable, source: Any, on: str | Sequence[str] | None, source_alias: str, target_alias: str
+    ) -> None:
+        for name, alias in (("source_alias", source_alias), ("target_alias", target_alias)):
+            if not isinstance(alias, str) or not alias or "." in alias:
+                raise SchemaError(f"argument '{name}' must be a non-empty name without '.', got {alias!r}")
+        if source_alias == target_alias:
+            raise SchemaError(f"arguments 'source_alias' and 'target_alias' must differ (both '{source_alias}')")
+        self._table = table
+        self._source = to_arrow_table(source, "source")
+        self._s, self._t = source_alias, target_alias
+        self._on = self._on_columns(on)
+        self._clauses: list[Clause[pc.Expression]] = []
+
+    def _on_columns(self, on: str | Sequence[str] | None) -> list[str]:
+        columns = self._table.schema.names
+        names = list(self._table.primary_key) if on is None else [on] if isinstance(on, str) else list(on)
+        if not names or not all(isinstance(c, str) for c in names):
+            raise SchemaError(f"argument 'on' must be a column name or a list of them, got {on!r}")
+        for c in names:
+            if c not in columns:
+                raise SchemaError(f"argument 'on' names a column the table does not have (columns: {columns})", c)
+            if c not in self._source.schema.names:
+                raise SchemaError(
+                    f"argument 'on' names a column the source does not have ({self._source.schema.names})", c
+                )
+        return names
+
+    # -- clauses --------------------------------------------------------------------------------------------
+    def _add(self, kind: Kind, action: Action, condition: Any, values: Mapping[str, Any] | None) -> MergeBuilder:
+        cond = check_condition(condition, "condition")
+        clause = make_clause(self._table.table_schema, kind, action, cond, values)  # the engine's rules first
+        schema = self._table.schema
+        if clause.values is not None:
+            exprs = {c: assignment(v, schema.field(c).type, c) for c, v in clause.values.items()}
+            clause = dataclasses.replace(clause, values=exprs)
+        elif action != "delete":
+            pk = self._table.primary_key if action == "update" else ()
+            missing = [c for c in schema.names if c not in self._source.schema.names and c not in pk]
+            if missing:
+                raise SchemaError(f"'{kind}' {action} all: the source has no column '{missing[0]}'", missing[0])
+        self._clauses.append(clause)
+        return self
+
+    def when_matched_update(self, set: Mapping[str, Any], condition: pc.Expression | None = None) -> MergeBuilder:
+        """Update matched target rows: ``set`` maps columns to literals or expressions over the joined row.
+
+        Example:
+            >>> import pyarrow.compute as pc
+            >>> _ = t.merge({"id": [2], "v": ["x"]}).when_matched_update({"v": pc.field("source.v")}).execute()
+            >>> t.read().sort_by("id").to_pydict()
+            {'id': [1, 2], 'v': ['a', 'x']}
+        """
+        return self._add(MATCHED, "update", condition, _required(set, "set"))
+
+    def when_matched_update_all(self, condition: pc.Expression | None = None) -> MergeBuilder:
+        """Update matched target rows with every column of their source row.
+
+        Example:
+            >>> _ = t.merge({"id": [2, 5], "v": ["x", "y"]}).when_matched_update_all().execute()
+            >>> t.read().sort_by("id").to_pydict()
+            {'id': [1, 2], 'v': ['a', 'x']}
+        """
+        return self._add(MATCHED, "update", condition, None)
+
+    def when_matched_delete(self, condition: pc.Expression | None = None) -> MergeBuilder:
+        """Delete matched target rows.
+
+        Example:
+            >>> _ = t.merge({"id": [1]}).when_matched_delete().execute()
+            >>> t.read().to_pydict()
+            {'id': [2], 'v': ['B']}
+        """
+        return self._add(MATCHED, "delete", condition, None)
+
+    def when_not_matched_insert(
+        self, values: Mapping[str, Any], condition: pc.Expression | None = None
+    ) -> MergeBuilder:
+        """Insert a row for each source row matching no target row (``values`` must give the primary key).
+
+        Example:
+            >>> import pyarrow.compute as pc
+            >>> _ = t.merge({"id": [2, 3]}).when_not_matched_insert({"id": pc.field("source.id"), "v": "new"}).execute()
+            >>> t.read().sort_by("id").to_pydict()
+            {'id': [1, 2, 3], 'v': ['a', 'B', 'new']}
+        """
+        return self._add(NOT_MATCHED, "insert", condition, _required(values, "values"))
+
+    def when_not_matched_insert_all(self, condition: pc.Expression | None = None) -> MergeBuilder:
+        """Insert each source row matching no target row as it is.
+
+        Example:
+            >>> _ = t.merge({"id": [1, 3], "v": ["no", "c"]}).when_not_matched_insert_all().execute()
+            >>> t.read().sort_by("id").to_pydict()
+            {'id': [1, 2, 3], 'v': ['a', 'B', 'c']}
+        """
+        return self._add(NOT_MATCHED, "insert", condition, None)
+
+    def when_not_matched_by_source_update(
+        self, set: Mapping[str, Any], condition: pc.Expression | None = None
+    ) -> MergeBuilder:
+        """Update the target rows that no source row matched (expressions over the target's columns).
+
+        Example:
+            >>> _ = t.merge({"id": [1]}).when_not_matched_by_source_update({"v": "gone"}).execute()
+            >>> t.read().sort_by("id").to_pydict()
+            {'id': [1, 2], 'v': ['a', 'gone']}
+        """
+        return self._add(NOT_MATCHED_BY_SOURCE, "update", condition, _required(set, "set"))
+
+    def when_not_matched_by_source_delete(self, condition: pc.Expression | None = None) -> MergeBuilder:
+        """Delete the target rows that no source row matched.
+
+        Example:
+            >>> _ = t.merge({"id": [1]}).when_not_matched_by_source_delete().execute()
+            >>> t.read().to_pydict()
+            {'id': [1], 'v': ['a']}
+        """
+        return self._add(NOT_MATCHED_BY_SOURCE, "delete", condition, None)
+
+    # -- execution ------------------------------------------------------------------------------------------
+    def execute(self) -> Snapshot | None:
+        """Run the merge as one commit; the new snapshot, None when no clause applied to any row.
+
+        Example:
+            >>> t.merge({"id": [9], "v": ["z"]}).when_not_matched_insert_all().execute().properties
+            {'operation': 'MERGE'}
+            >>> t.merge({"id": [9], "v": ["z"]}).when_not_matched_insert_all().execute() is None
+            True
+        """
+        if not self._clauses:
+            return None
+        self._compute(None, self._table.schema.empty_table())  # evaluate every expression once: errors first
+        return apply_changes(self._table, "MERGE", self._changes)
+
+    def _changes(self, base: Snapshot | None) -> Changes:
+        schema = self._table.schema
+        if base is None:
+            return self._compute(base, schema.empty_table())
+        prune: list[Predicate] | None = None
+        if not any(c.kind == NOT_MATCHED_BY_SOURCE for c in self._clauses):
+            prune = []
+            for c in self._on:
+                values = pc.unique(self._source.column(c).cast(schema.field(c).type)).drop_null()
+                if len(values) > _MAX_PRUNE_VALUES:
+                    prune = None
+                    break
+                prune.append((c, "in", values.to_pylist()))
+        return self._compute(base, self._table.read(None, prune or None, snapshot_id=base.id))
+
+    def _compute(self, base: Snapshot | None, target: pa.Table) -> Changes:
+        schema, source = self._table.schema, self._source
+        keys = [f"_k{i}" for i in range(len(self._on))]
+        try:
+            right = [source.column(c).cast(schema.field(c).type) for c in self._on]
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+            raise SchemaError(f"argument 'on': the source column cannot be compared with the table's: {exc}") from None
+        left_t = pa.table([*(target.column(c) for c in self._on), pa.array(np.arange(target.num_rows))], [*keys, "_ti"])
+        right_t = pa.table([*right, pa.array(np.arange(source.num_rows))], [*keys, "_si"])
+        pairs = left_t.join(right_t, keys, join_type="full outer")
+        ti, si = pairs.column("_ti").combine_chunks(), pairs.column("_si").combine_chunks()
+        joined = self._joined(target, ti, si)
+        has_t = np.asarray(ti.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        has_s = np.asarray(si.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        of_kind = {MATCHED: has_t & has_s, NOT_MATCHED: has_s & ~has_t, NOT_MATCHED_BY_SOURCE: has_t & ~has_s}
+        if needs_single_match(self._clauses):
+            self._check_single_match(target, np.asarray(ti.to_numpy(zero_copy_only=False))[of_kind[MATCHED]])
+        conds = {f"c{i}": c.condition for i, c in enumerate(self._clauses) if c.condition is not None}
+        holds = masks(joined, conds, "merge condition") if conds else {}
+        action = np.full(joined.num_rows, -1, dtype=np.int64)
+        for i, clause in enumerate(self._clauses):
+            mask = of_kind[clause.kind] & (action < 0)
+            if f"c{i}" in holds:
+                mask &= holds[f"c{i}"]
+            action[mask] = i
+        parts, row_kinds = [], []
+        for i, clause in enumerate(self._clauses):
+            rows = joined.take(pa.array(np.nonzero(action == i)[0]))
+            if rows.num_rows or base is None:
+                parts.append(self._output(clause, rows))
+                row_kinds.append(np.full(rows.num_rows, int(_ROW_KIND[clause.action]), dtype=np.int8))
+        if not parts:
+            return None
+        return pa.concat_tables(parts), np.concatenate(row_kinds)
+
+    def _joined(self, target: pa.Table, ti: pa.Array, si: pa.Array) -> pa.Table:
+        cols: dict[str, pa.ChunkedArray | pa.Array] = {}
+        t_names, s_names = target.schema.names, self._source.schema.names
+        for c in t_names:
+            cols[f"{self._t}.{c}"] = target.column(c).take(ti)
+        for c in s_names:
+            cols[f"{self._s}.{c}"] = self._source.column(c).take(si)
+        for c in set(t_names) ^ set(s_names):  # plain names where they are unambiguous
+            cols.setdefault(c, cols[f"{self._t}.{c}" if c in t_names else f"{self._s}.{c}"])
+        return pa.table(cols)
+
+    def _check_single_match(self, target: pa.Table, matched_ti: np.ndarray) -> None:
+        if matched_ti.size == 0:
+            return
+        counts = np.bincount(matched_ti.astype(np.int64))
+        if counts.max() > 1:
+            row = int(np.argmax(counts > 1))
+            raise ambiguous_match({k: target.column(k)[row].as_py() for k in self._table.primary_key})
+
+    def _output(self, clause: Clause[pc.Expression], rows: pa.Table) -> pa.Table:
+        schema, pk = self._table.schema, self._table.primary_key
+        target = {c: pc.field(f"{self._t}.{c}") for c in schema.names}
+        if clause.action == "delete":
+            exprs = target
+        elif clause.values is None:  # update all / insert all: the source's columns by name
+            src = {c: pc.field(f"{self._s}.{c}") for c in schema.names}
+            exprs = {c: target[c] if clause.action == "update" and c in pk else src[c] for c in schema.names}
+        elif clause.action == "insert":
+            exprs = {c: clause.values.get(c, pc.scalar(pa.scalar(None, f.type))) for c, f in zip(schema.names, schema)}
+        else:
+            exprs = {c: clause.values.get(c, target[c]) for c in schema.names}
+        what = f"merge ({clause.kind}: {clause.action})"
+        out = cast_columns(project(rows, exprs, what), schema, what)
+        if clause.action == "update":
+            old = cast_columns(project(rows, target, what), schema, what)
+            assigned = [c for c in schema.names if c not in pk] if clause.values is None else list(clause.values)
+            check_nulls(self._table, out, old, assigned, what)
+        return out
+
+
+def _required(values: Any, argument: str) -> Mapping[str, Any]:
+    if not values:
+        raise SchemaError(f"argument '{argument}' needs {{column: value or pyarrow Expression}}")
+    return values
+
+
+__all__ = ["MergeBuilder"]

@@ -1,0 +1,125 @@
+"""``Table.delete(filter)``, ``Table.update(filter, set)`` and ``Table.delete_keys(keys)`` as change records.
+
+* delete: the keys of the merged rows matching the filter (read with only the key and ordering columns,
+  pruned by the filter) as ``-D`` records;
+* update: the whole matching rows with the assignments applied as ``+U`` records;
+* delete_keys: the given keys as ``-D`` records.
+
+Each is one commit made by :func:`mergetable.dml.apply.apply_changes`; what they mean on each merge engine
+(and which are refused) is :mod:`mergetable.dml.rules`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from mergetable.core.errors import MergeError, SchemaError
+from mergetable.core.filters import bind_filters
+from mergetable.core.predicates import Filters
+from mergetable.core.rowkind import RowKind
+from mergetable.dml.apply import Changes, DmlTable, apply_changes
+from mergetable.dml.clauses import resolve_columns
+from mergetable.dml.evaluate import assignment, cast_columns, project
+from mergetable.dml.rules import check_assigned, check_delete, check_update, nulls_refused
+from mergetable.metadata.models import Snapshot
+from mergetable.write.input import to_arrow_table
+
+
+def check_filter(table: DmlTable, filter: Any, operation: str) -> Filters | None:
+    """``filter`` checked against the schema (the same DNF front door as ``read(filter=…)``)."""
+    if filter is not None and not isinstance(filter, list | tuple):
+        hint = "; to delete rows by key use delete_keys(keys)" if operation == "delete" else ""
+        raise SchemaError(
+            f"argument 'filter' of {operation} must be a DNF filter like [('id', '>', 1)] or None (every row), "
+            f"got {type(filter).__name__}{hint}"
+        )
+    if filter is not None and len(filter) == 0:
+        raise SchemaError(f"argument 'filter' of {operation} is empty; pass None to {operation} every row")
+    bind_filters(filter, table.schema)  # FilterError / SchemaError naming the column, before anything is read
+    return filter
+
+
+def kinds(n: int, kind: RowKind) -> np.ndarray:
+    return np.full(n, int(kind), dtype=np.int8)
+
+
+def retracts(table: DmlTable, keys: pa.Table) -> Changes:
+    """``-D`` records of ``keys`` (the columns it lacks are NULL: a retract needs only the key)."""
+    for f in table.schema:
+        if f.name not in keys.schema.names:
+            keys = keys.append_column(f.name, pa.nulls(keys.num_rows, f.type))
+    return keys, kinds(keys.num_rows, RowKind.DELETE)
+
+
+def delete_where(table: DmlTable, filter: Filters | None) -> Snapshot | None:
+    check_delete(table.table_options, "delete")
+    filter = check_filter(table, filter, "delete")
+    opts = table.table_options
+    needed = [*table.primary_key, *(c for c in opts.sequence_field if c not in table.primary_key)]
+
+    def compute(base: Snapshot | None) -> Changes:
+        if base is None:
+            return None
+        return retracts(table, table.read(needed, filter, snapshot_id=base.id))
+
+    return apply_changes(table, "DELETE", compute)
+
+
+def delete_keys(table: DmlTable, keys: Any) -> Snapshot | None:
+    check_delete(table.table_options, "delete_keys")
+    rows = to_arrow_table(keys, "keys")
+    missing = [k for k in table.primary_key if k not in rows.schema.names]
+    if missing:
+        raise SchemaError(f"argument 'keys' must hold the primary key {list(table.primary_key)}", missing[0])
+    changes = retracts(table, rows)
+    return apply_changes(table, "DELETE", lambda _: changes, blind=True)
+
+
+def assignments(table: DmlTable, values: Any, operation: str) -> dict[str, pc.Expression]:
+    """``set`` as ``{column: expression}``: table columns, no key column, literals coerced to the column type."""
+    if not values:
+        raise SchemaError(f"argument 'set' of {operation} needs {{column: value or pyarrow Expression}}")
+    resolved = resolve_columns(values, table.schema.names, f"argument 'set' of {operation}")
+    check_assigned(table.table_schema, resolved, operation)
+    return {c: assignment(v, table.schema.field(c).type, c) for c, v in resolved.items()}
+
+
+def check_nulls(table: DmlTable, new: pa.Table, old: pa.Table, assigned: Sequence[str], operation: str) -> None:
+    """On a partial-update table, refuse assigning NULL over a value (the engine would skip it)."""
+    if not nulls_refused(table.table_options):
+        return
+    for c in assigned:
+        bad = pc.and_(pc.is_null(new.column(c)), pc.is_valid(old.column(c)))
+        if pc.any(bad).as_py():
+            key = {k: old.column(k)[pc.index(bad, True).as_py()].as_py() for k in table.primary_key}
+            raise MergeError(
+                f"{operation}: assigning NULL to column '{c}' on a partial-update table would be skipped (partial "
+                f"update ignores NULLs); first such row has key {key}"
+            )
+
+
+def update_where(table: DmlTable, filter: Filters | None, values: Mapping[str, Any]) -> Snapshot | None:
+    check_update(table.table_options, "update")
+    exprs = assignments(table, values, "update")
+    filter = check_filter(table, filter, "update")
+    schema = table.schema
+    full = {f.name: exprs.get(f.name, pc.field(f.name)) for f in schema}
+    cast_columns(project(schema.empty_table(), full, "update"), schema, "update")  # errors before any read
+
+    def compute(base: Snapshot | None) -> Changes:
+        if base is None:
+            return None
+        rows = table.read(None, filter, snapshot_id=base.id)
+        new = cast_columns(project(rows, full, "update"), schema, "update")
+        check_nulls(table, new, rows, list(exprs), "update")
+        return new, kinds(new.num_rows, RowKind.UPDATE_AFTER)
+
+    return apply_changes(table, "UPDATE", compute)
+
+
+__all__ = ["assignments", "check_filter", "check_nulls", "delete_keys", "delete_where", "kinds", "update_where"]
