@@ -1,9 +1,9 @@
 """The error catalogue: every mistake a newcomer makes gets a typed error naming the culprit, and changes nothing.
 
-Each entry of :data:`catalogue_api.CATALOGUE` and :data:`catalogue_cli.CLI` is one mistake; the test fails on an
-untyped error (not a :class:`MergeTableError`), the wrong class, a message without the culprit's name, no error
-at all, or any change to the table's files. The command-line mistakes run through ``mergetable``'s ``main``,
-with and without ``--json``.
+Each entry of :data:`catalogue_api.CATALOGUE`, :data:`catalogue_changes.CHANGES` and :data:`catalogue_cli.CLI`
+is one mistake; the test fails on an untyped error (not a :class:`MergeTableError`), the wrong class, a message
+without the culprit's name, no error at all, or any change to the table's files. The command-line mistakes run
+through ``mergetable``'s ``main``, with and without ``--json``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import json
 from pathlib import Path
 
 import pytest
-from catalogue_api import CATALOGUE
+from catalogue_api import CATALOGUE as API
+from catalogue_changes import CHANGES
 from catalogue_cli import CLI
 from catalogue_support import CliMistake, Ctx, Mistake, error_classes, make_ctx, tree, without_module
 
@@ -22,6 +23,7 @@ from mergetable.cli.main import main
 from mergetable.core.errors import MergeTableError
 
 MINIMUM = 65
+CATALOGUE = API + CHANGES
 
 
 @pytest.fixture(scope="module")
