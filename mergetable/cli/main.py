@@ -94,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_tags)
 
     p = sub.add_parser("expire", parents=[common], help="expire snapshots per the table's snapshot.* options")
+    p.add_argument("--older-than", default=None, help="expire snapshots older than this ISO-8601 time or epoch ms")
+    p.add_argument("--retain-last", type=int, default=None, help="always keep the newest N snapshots")
+    p.add_argument("--dry-run", action="store_true", help="list what would be removed, change nothing")
     progress.add_progress_option(p)
     p.set_defaults(run=_expire)
 
@@ -281,9 +284,21 @@ def _tags(table: Table, args: argparse.Namespace, out: Output) -> None:
 
 def _expire(table: Table, args: argparse.Namespace, out: Output) -> None:
     with progress.deletions("expiring", args, out.as_json):
-        result = table.expire_snapshots()
-    data = {"expired_snapshots": result.expired_snapshots, "deleted_files": len(result.deleted_files)}
-    out.emit(data, f"expired {len(result.expired_snapshots)} snapshot(s), deleted {len(result.deleted_files)} file(s)")
+        older = args.older_than
+        result = table.expire_snapshots(
+            older_than=int(older) if older is not None and older.isdigit() else older,
+            retain_last=args.retain_last,
+            dry_run=args.dry_run,
+        )
+    data = {
+        "expired_snapshots": result.expired_snapshots,
+        "deleted_files": len(result.deleted_files),
+        "dry_run": args.dry_run,
+    }
+    verb = ("would expire", "would delete") if args.dry_run else ("expired", "deleted")
+    out.emit(
+        data, f"{verb[0]} {len(result.expired_snapshots)} snapshot(s), {verb[1]} {len(result.deleted_files)} file(s)"
+    )
 
 
 def _rollback(table: Table, args: argparse.Namespace, out: Output) -> None:

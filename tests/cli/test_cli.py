@@ -115,7 +115,14 @@ def test_tags_expire_and_orphans(table: mt.Table) -> None:
     ok("tags", table.uri, "--delete", "first")
     assert as_json("tags", table.uri) == []
     expired = as_json("expire", table.uri)
-    assert expired == {"expired_snapshots": [], "deleted_files": 0}  # 10 snapshots are kept by default
+    assert expired == {"expired_snapshots": [], "deleted_files": 0, "dry_run": False}  # 10 are kept by default
+    files = sorted(p for p in Path(table.uri).rglob("*") if p.is_file())
+    dry = as_json("expire", table.uri, "--retain-last", "2", "--dry-run")
+    assert dry["expired_snapshots"] == [1, 2, 3, 4] and dry["dry_run"]
+    assert sorted(p for p in Path(table.uri).rglob("*") if p.is_file()) == files  # a dry run changes nothing
+    assert as_json("expire", table.uri, "--older-than", "2000-01-01T00:00:00Z")["expired_snapshots"] == []
+    assert as_json("expire", table.uri, "--retain-last", "2")["expired_snapshots"] == [1, 2, 3, 4]
+    assert [s["id"] for s in as_json("snapshots", table.uri)] == [5, 6]
     assert as_json("orphans", table.uri, "--dry-run")["files"] == []
 
 
