@@ -396,7 +396,8 @@ class Table(TableStore, ChangeData, DataViews):
     def scan(
         self, columns: Sequence[str] | None = None, filter: Filters | None = None, **args: Unpack[ReadArgs]
     ) -> pa.RecordBatchReader:
-        """Like :meth:`read`, streamed: memory is bounded by one section of one bucket at a time.
+        """Like :meth:`read`, streamed in batches of at most ``read.batch-size`` rows; memory is bounded by a
+        few row groups of each run being merged, not by the size of a bucket.
 
         Example:
             >>> t.scan(["id"]).read_all().num_rows
@@ -404,8 +405,7 @@ class Table(TableStore, ChangeData, DataViews):
         """
         request = ReadRequest.of(columns, filter, **args)
         reader = self.split_reader(request.columns, request.filter)
-        tables = reader.read_splits(self._plan(request))
-        return pa.RecordBatchReader.from_batches(reader.out_schema, (b for t in tables for b in t.to_batches()))
+        return pa.RecordBatchReader.from_batches(reader.out_schema, reader.batches(self._plan(request)))
 
     def count(self, filter: Filters | None = None, **args: Unpack[ReadArgs]) -> int:
         """The number of merged rows (matching ``filter``) of a snapshot, from file metadata where it can."""
