@@ -53,8 +53,7 @@ def read_data_file(
                 page_checksum_verification=True,
             )
         else:
-            fragment = _PARQUET.make_fragment(path, filesystem=afs, row_groups=list(row_groups.ids))
-            table = fragment.to_table(columns=list(columns), filter=pushed, use_threads=True)
+            table = _read_row_groups(afs, path, row_groups.ids, columns, pushed)
     except FileNotFoundError:
         raise DataFileError(path, "data file is missing (the table references it)") from None
     except (OSError, pa.ArrowException, ValueError, IndexError) as exc:
@@ -64,6 +63,21 @@ def read_data_file(
     if pushed is None and table.num_rows != expected:
         raise DataFileError(path, f"holds {table.num_rows} rows but the table recorded {expected} (corrupt?)")
     return table if pushed is not None or filter_expr is None else table.filter(filter_expr)
+
+
+def _read_row_groups(
+    afs: pafs.FileSystem, path: str, ids: Sequence[int], columns: Sequence[str], pushed: pc.Expression | None
+) -> pa.Table:
+    """Row groups ``ids`` in file order (a dataset scan of a row-group subset may reorder them), those
+    that ``pushed`` cannot rule out by their statistics, filtered by it."""
+    if pushed is not None:
+        fragment = _PARQUET.make_fragment(path, filesystem=afs, row_groups=list(ids)).subset(pushed)
+        ids = [rg.id for rg in fragment.row_groups]
+    with afs.open_input_file(path) as source:
+        table = pq.ParquetFile(source, page_checksum_verification=True).read_row_groups(
+            list(ids), columns=list(columns), use_threads=True
+        )
+    return table if pushed is None else table.filter(pushed)
 
 
 _PARQUET = ds.ParquetFileFormat(

@@ -89,15 +89,7 @@ def _write_file(
     Pages carry CRC checksums, which readers verify.
     """
     with afs.open_output_stream(path) as sink:
-        writer = pq.ParquetWriter(
-            sink,
-            schema.file_schema,
-            compression=compression,
-            compression_level=level,
-            write_statistics=True,
-            use_dictionary=_dictionary_columns(schema.file_schema),
-            write_page_checksum=True,
-        )
+        writer = parquet_writer(sink, schema, compression, level)
         end = start
         try:
             while end < rows.num_rows:
@@ -109,6 +101,25 @@ def _write_file(
         finally:
             writer.close()
         return end, sink.tell()
+
+
+def parquet_writer(
+    sink: pa.NativeFile, schema: TableSchema, compression: str | None = None, level: int | None = None
+) -> pq.ParquetWriter:
+    """The Parquet writer of a data file of ``schema`` (page checksums on; codec from the table's options)."""
+    opts = schema.table_options
+    if compression is None:
+        compression = _PARQUET_COMPRESSION.get(opts.file_compression.lower(), opts.file_compression.lower())
+        level = opts.file_compression_level
+    return pq.ParquetWriter(
+        sink,
+        schema.file_schema,
+        compression=compression,
+        compression_level=level,
+        write_statistics=True,
+        use_dictionary=_dictionary_columns(schema.file_schema),
+        write_page_checksum=True,
+    )
 
 
 def _file_meta(
