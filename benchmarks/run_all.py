@@ -21,7 +21,14 @@ import pyarrow.parquet as pq
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-SCRIPTS = ["bench_core.py", "bench_merge.py", "bench_compaction.py", "bench_spark.py", "bench_streaming.py"]
+SCRIPTS = [
+    "bench_core.py",
+    "bench_merge.py",
+    "bench_compaction.py",
+    "bench_memory.py",
+    "bench_spark.py",
+    "bench_streaming.py",
+]
 
 
 def run_script(name: str, extra: list[str]) -> None:

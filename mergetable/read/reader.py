@@ -29,6 +29,7 @@ from mergetable.merge import MergeFunction
 from mergetable.merge.base import WRITE_MASK, drop_write_mask, with_write_mask
 from mergetable.metadata.models import DataFileMeta
 from mergetable.read.datafile import RowGroupSlice, group_slices, read_data_file, row_group_stats
+from mergetable.read.key_ranges import range_filter
 from mergetable.read.order import effective_sequence, oldest_first, sequence_ordered
 from mergetable.read.parallel import ordered_streams
 from mergetable.read.scan import Split
@@ -123,8 +124,9 @@ class SplitReader:
         file's maximum sequence number instead of each record's own.
         """
         partial = any(f.write_cols is not None for r in runs for f in r)
+        key_filter = self.split_filters(split)[0]
         if len(runs) == 1 and not partial:
-            tables = [self.read_file(split, f, self.key_filter) for f in runs[0]]
+            tables = [self.read_file(split, f, key_filter) for f in runs[0]]
             return _concat(tables, self.read_schema)
         # Files oldest first: the stable merge sort then breaks sequence ties by file age (read.order).
         files = oldest_first(f for r in runs for f in r)
@@ -132,15 +134,25 @@ class SplitReader:
         # With ascending, disjoint sequence ranges, each file's maximum orders the records of a key exactly as
         # their own sequence numbers do (keys are unique within a level), so those need not be read.
         if seq_ordered and not exact_sequence:
-            tables = [self.read_file(split, f, self.key_filter, sequenced=False) for f in files]
+            tables = [self.read_file(split, f, key_filter, sequenced=False) for f in files]
         else:
-            tables = [self.read_file(split, f, self.key_filter) for f in files]
+            tables = [self.read_file(split, f, key_filter) for f in files]
         if partial:
             tables = [t if WRITE_MASK in t.schema.names else with_write_mask(t, self.schema) for t in tables]
         rows = _concat(tables, tables[0].schema if tables else self.read_schema)
         if rows.num_rows == 0:
             return rows
         return drop_write_mask(self.merge_function.merge(rows, seq_ordered=seq_ordered))
+
+    def split_filters(self, split: Split) -> tuple[pc.Expression | None, pc.Expression | None]:
+        """The key filter and the full filter of ``split``: the reader's, narrowed to its key range."""
+        if split.key_range is None:
+            return self.key_filter, self.filter_expr
+        key = self.schema.trimmed_primary_keys[0]
+        narrow = range_filter(key, self.schema.file_schema.field(key).type, split.key_range)
+        if narrow is None:
+            return self.key_filter, self.filter_expr
+        return tuple(narrow if e is None else e & narrow for e in (self.key_filter, self.filter_expr))
 
     def slices(self, split: Split, f: DataFileMeta, budget: int) -> list[RowGroupSlice | None]:
         """How to read ``f`` in pieces of about ``budget`` uncompressed bytes (``None``: the whole file at once,
@@ -166,8 +178,10 @@ class SplitReader:
         budget = max(1, self.window_bytes // len(runs))
         key_type = self.read_schema.field(key).type
 
+        key_filter = self.split_filters(split)[0]
+
         def load(f: DataFileMeta, part: RowGroupSlice | None) -> pa.Table:
-            table = self.read_file(split, f, self.key_filter, sequenced=sequenced, row_groups=part)
+            table = self.read_file(split, f, key_filter, sequenced=sequenced, row_groups=part)
             if partial and WRITE_MASK not in table.schema.names:
                 table = with_write_mask(table, self.schema)
             return table
@@ -191,11 +205,12 @@ class SplitReader:
 
     def read_split(self, split: Split) -> Iterator[pa.Table]:
         """Visible rows of a split (user columns), a section at a time, each in windows of bounded size."""
+        filter_expr = self.split_filters(split)[1]
         for runs in split.sections:
             if len(runs) == 1 and all(not f.delete_row_count and f.write_cols is None for f in runs[0]):
                 for f in runs[0]:
                     for part in self.slices(split, f, self.window_bytes):
-                        table = self.read_file(split, f, self.filter_expr, plain=True, row_groups=part)
+                        table = self.read_file(split, f, filter_expr, plain=True, row_groups=part)
                         if table.num_rows:
                             yield table.select(self.columns).cast(self.out_schema)
                 continue
