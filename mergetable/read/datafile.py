@@ -72,7 +72,7 @@ def _read_row_groups(
     that ``pushed`` cannot rule out by their statistics, filtered by it."""
     if pushed is not None:
         fragment = _PARQUET.make_fragment(path, filesystem=afs, row_groups=list(ids)).subset(pushed)
-        ids = [rg.id for rg in fragment.row_groups]
+        ids = sorted(rg.id for rg in fragment.row_groups)
     with afs.open_input_file(path) as source:
         table = pq.ParquetFile(source, page_checksum_verification=True).read_row_groups(
             list(ids), columns=list(columns), use_threads=True

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mergetable as mt
+import mergetable.read.reader as reader_module
 import mergetable.write.files as files
 
 op = st.tuples(st.integers(0, 80), st.integers(0, 2), st.one_of(st.none(), st.integers(-9, 9)), st.booleans())
@@ -20,6 +21,7 @@ op = st.tuples(st.integers(0, 80), st.integers(0, 2), st.one_of(st.none(), st.in
 @pytest.fixture(autouse=True)
 def tiny_row_groups(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(files, "ROW_GROUP_ROWS", 4)
+    monkeypatch.setattr(reader_module, "WINDOW_BYTES", 1)  # files read row group by row group
     yield
 
 
