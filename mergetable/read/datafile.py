@@ -54,12 +54,8 @@ def read_data_file(
             )
         else:
             table = _read_row_groups(afs, path, row_groups.ids, columns, pushed)
-    except FileNotFoundError:
-        raise DataFileError(path, "data file is missing (the table references it)") from None
     except (OSError, pa.ArrowException, ValueError, IndexError) as exc:
-        if not fileio.exists(path):
-            raise DataFileError(path, "data file is missing (the table references it)") from None
-        raise DataFileError(path, f"cannot read data file (corrupt?): {exc}") from exc
+        raise _read_error(fileio, path, exc) from (None if isinstance(exc, FileNotFoundError) else exc)
     if pushed is None and table.num_rows != expected:
         raise DataFileError(path, f"holds {table.num_rows} rows but the table recorded {expected} (corrupt?)")
     return table if pushed is not None or filter_expr is None else table.filter(filter_expr)
@@ -96,17 +92,20 @@ class RowGroupSlice:
     min_key: Any = None
 
 
+def _read_error(fileio: FileIO, path: str, exc: BaseException) -> DataFileError:
+    """The error of a failed read of a data file: missing, or unreadable (corrupt)."""
+    if isinstance(exc, FileNotFoundError) or not fileio.exists(path):
+        return DataFileError(path, "data file is missing (the table references it)")
+    return DataFileError(path, f"cannot read data file (corrupt?): {exc}")
+
+
 def row_group_stats(fileio: FileIO, afs: pafs.FileSystem, path: str, column: str | None) -> list[RowGroupSlice]:
     """Every row group of the data file at ``path``, with the minimum of ``column`` where Parquet recorded it."""
     try:
         with afs.open_input_file(path) as source:
             metadata = pq.ParquetFile(source).metadata
-    except FileNotFoundError:
-        raise DataFileError(path, "data file is missing (the table references it)") from None
     except (OSError, pa.ArrowException, ValueError, IndexError) as exc:
-        if not fileio.exists(path):
-            raise DataFileError(path, "data file is missing (the table references it)") from None
-        raise DataFileError(path, f"cannot read data file (corrupt?): {exc}") from exc
+        raise _read_error(fileio, path, exc) from (None if isinstance(exc, FileNotFoundError) else exc)
     leaves = [metadata.schema.column(j).path for j in range(metadata.num_columns)]
     index = leaves.index(column) if column in leaves else -1
     out = []
