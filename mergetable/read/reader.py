@@ -163,7 +163,11 @@ class SplitReader:
         return list(group_slices(row_group_stats(self.fileio, self.afs, path, self.window_key), budget))
 
     def merged_windows(
-        self, split: Split, runs: Sequence[Sequence[DataFileMeta]], exact_sequence: bool = True
+        self,
+        split: Split,
+        runs: Sequence[Sequence[DataFileMeta]],
+        exact_sequence: bool = True,
+        window_bytes: int | None = None,
     ) -> Iterator[pa.Table]:
         """:meth:`merged_section`, streamed window by window (key order; the same rows in the same order)."""
         partial = any(f.write_cols is not None for r in runs for f in r)
@@ -175,7 +179,7 @@ class SplitReader:
         seq_ordered = sequence_ordered(files)
         sequenced = not seq_ordered or exact_sequence
         age = {f.file_name: i for i, f in enumerate(files)}
-        budget = max(1, self.window_bytes // len(runs))
+        budget = max(1, (window_bytes or self.window_bytes) // len(runs))
         key_type = self.read_schema.field(key).type
 
         key_filter = self.split_filters(split)[0]
@@ -203,18 +207,18 @@ class SplitReader:
         for runs in split.sections:
             yield self.merged_section(split, runs)
 
-    def read_split(self, split: Split) -> Iterator[pa.Table]:
+    def read_split(self, split: Split, window_bytes: int | None = None) -> Iterator[pa.Table]:
         """Visible rows of a split (user columns), a section at a time, each in windows of bounded size."""
         filter_expr = self.split_filters(split)[1]
         for runs in split.sections:
             if len(runs) == 1 and all(not f.delete_row_count and f.write_cols is None for f in runs[0]):
                 for f in runs[0]:
-                    for part in self.slices(split, f, self.window_bytes):
+                    for part in self.slices(split, f, window_bytes or self.window_bytes):
                         table = self.read_file(split, f, filter_expr, plain=True, row_groups=part)
                         if table.num_rows:
                             yield table.select(self.columns).cast(self.out_schema)
                 continue
-            for kv in self.merged_windows(split, runs, exact_sequence=False):
+            for kv in self.merged_windows(split, runs, False, window_bytes):
                 out = self.finish(kv)
                 if out.num_rows:
                     yield out
@@ -222,14 +226,16 @@ class SplitReader:
     def read_splits(self, splits: Iterable[Split], workers: int | None = None) -> Iterator[pa.Table]:
         """Visible rows of several splits, read by a thread pool, in split order.
 
-        At most ``workers`` splits are read at once, each at most two windows ahead of the consumer, so
+        At most ``workers`` splits are read at once, sharing one window budget, each one window ahead, so
         memory stays bounded for streaming scans.
         """
         if isinstance(splits, Sequence) and len(splits) <= 1:
             for split in splits:
                 yield from self.read_split(split)
             return
-        yield from ordered_streams(splits, self.read_split, workers or min(8, os.cpu_count() or 1))
+        workers = workers or min(8, os.cpu_count() or 1)
+        share = max(1, self.window_bytes // workers)  # the workers share one window budget
+        yield from ordered_streams(splits, lambda split: self.read_split(split, share), workers, depth=1)
 
     def batches(self, splits: Iterable[Split], workers: int | None = None) -> Iterator[pa.RecordBatch]:
         """:meth:`read_splits` as record batches of at most ``read.batch-size`` rows."""
