@@ -42,9 +42,9 @@ test: install java-check ## Run the whole test suite (unit, property, concurrenc
 demo: install java-check ## Run the demo Spark pipeline on local files
 	$(PY) examples/demo.py
 
-.venv-peers/.installed:
+.venv-peers/.installed: Makefile
 	$(PYTHON) -m venv .venv-peers
-	.venv-peers/bin/pip install -q pypaimon deltalake
+	.venv-peers/bin/pip install -q "pypaimon==2.1.0" "pypaimon-rust==0.4.0" "deltalake==1.6.6"
 	@touch $@
 
 bench: install java-check .venv-peers/.installed ## Run the benchmarks and print ratios against pyarrow and peers (pypaimon, deltalake)

@@ -84,7 +84,7 @@ def create_table(
         ('id',)
     """
     fileio = FileIO(uri, storage_options)
-    table_schema = TableSchema.create(schema, list(primary_key), list(partition_keys), options, comment)
+    table_schema = TableSchema.create(schema, primary_key, partition_keys, options, comment)
     validate_merge_options(table_schema)
     if not SchemaManager(fileio).create(table_schema):
         if exist_ok:
@@ -110,10 +110,10 @@ def open_table(uri: str, storage_options: dict[str, Any] | None = None) -> Table
         >>> mt.open_table(uri).schema.names
         ['id']
     """
-    schema = SchemaManager(fileio := FileIO(uri, storage_options)).latest()
+    schema = (manager := SchemaManager(FileIO(uri, storage_options))).latest()
     if schema is None:
-        raise TableNotFoundError(f"no mergetable table at {uri}")
-    return Table(fileio, schema)
+        raise TableNotFoundError(manager.not_found())
+    return Table(manager.fileio, schema)
 
 
 def table_exists(uri: str, storage_options: dict[str, Any] | None = None) -> bool:

@@ -6,8 +6,8 @@
     mergetable alter URI add-column | drop-column | rename-column | change-type | set-option | unset-option ...
 
 Every command takes ``--json`` (machine-readable output) and ``--storage-option k=v`` (repeatable, passed
-to fsspec, e.g. ``endpoint_url=http://…``). Errors print one line on stderr and exit with status 1
-(usage errors: 2).
+to fsspec, e.g. ``endpoint_url=http://…``). Failures never show a traceback: see :mod:`mergetable.cli.errors`
+for the one-line (or JSON) error and the exit statuses; :mod:`mergetable.cli.rows` streams ``read`` output.
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from mergetable.cli import alter
+import mergetable
+from mergetable.cli import alter, progress
+from mergetable.cli.errors import Parser, UsageError, guarded, report
 from mergetable.cli.output import Output, timestamp
-from mergetable.compaction.job import Progress
-from mergetable.core.errors import MergeTableError
+from mergetable.cli.rows import add_row_options, non_negative_int, write_rows
 from mergetable.core.read_options import parse_filter_text
 from mergetable.core.storage import key_values, storage_pairs
 from mergetable.metadata.models import FileKind
@@ -32,10 +33,11 @@ from mergetable.table import Table, open_table
 
 # -- argument parsing ------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mergetable", description="Compact and inspect mergetable tables.")
+    parser = Parser(prog="mergetable", description="Compact and inspect mergetable tables.")
+    parser.add_argument("--version", action="version", version=f"mergetable {mergetable.__version__}")
     parser.add_argument("--json", action="store_true", help="print results as JSON")
     parser.add_argument("--storage-option", action="append", default=[], metavar="K=V", help="fsspec storage option")
-    common = argparse.ArgumentParser(add_help=False)
+    common = Parser(add_help=False)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print results as JSON")
     common.add_argument(
         "--storage-option", action="append", default=argparse.SUPPRESS, metavar="K=V", help="fsspec storage option"
@@ -48,14 +50,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--partition", action="append", default=[], metavar="K=V[,K=V]", help="only this partition (repeatable)"
     )
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None, help="show a progress bar")
+    progress.add_progress_option(p)
     p.set_defaults(run=_compact)
 
     p = sub.add_parser("describe", parents=[common], help="schema, options, latest snapshot and levels")
     p.set_defaults(run=_describe)
 
     p = sub.add_parser("snapshots", parents=[common], help="list snapshots")
-    p.add_argument("--limit", type=int, default=None, help="only the newest N")
+    p.add_argument("--limit", type=non_negative_int, default=None, help="only the newest N")
     p.set_defaults(run=_snapshots)
 
     p = sub.add_parser("files", parents=[common], help="list the live data files")
@@ -92,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_tags)
 
     p = sub.add_parser("expire", parents=[common], help="expire snapshots per the table's snapshot.* options")
+    progress.add_progress_option(p)
     p.set_defaults(run=_expire)
 
     p = sub.add_parser("rollback", parents=[common], help="make a snapshot or tag the latest, removing later ones")
@@ -104,13 +107,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--older-than-ms", type=int, default=None, help="only files older than this (default: 1 day ago)")
     p.add_argument("--dry-run", action="store_true", help="only list them")
     p.add_argument("--force", action="store_true", help="allow a cutoff younger than 1 day (commits in flight!)")
+    progress.add_progress_option(p)
     p.set_defaults(run=_orphans)
     alter.register(sub, common)
     return parser
 
 
 def _read_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--limit", type=int, default=20, help="at most N rows (default 20; 0 for all)")
+    add_row_options(p)
     p.add_argument("--columns", default=None, help="comma-separated columns")
     p.add_argument("--filter", action="append", default=[], metavar="EXPR", help="e.g. 'id>=5' (repeatable, AND)")
 
@@ -125,24 +129,9 @@ def _columns(text: str | None) -> list[str] | None:
 
 # -- commands -------------------------------------------------------------------------------------------
 def _compact(table: Table, args: argparse.Namespace, out: Output) -> None:
-    from tqdm import tqdm
-
     partitions = [key_values([spec], "partition") for spec in args.partition] or None
-    show = args.progress if args.progress is not None else (sys.stderr.isatty() and not out.as_json)
-    bars: list[Any] = []
-
-    def start(total: int) -> None:
-        bars.append(tqdm(total=total, unit="bucket", desc="compacting", disable=not show, file=sys.stderr))
-
-    def advance() -> None:
-        if bars:
-            bars[0].update(1)
-
-    try:
-        snap = table.compact(full=args.full, partitions=partitions, progress=Progress(start, advance))
-    finally:
-        for bar in bars:
-            bar.close()
+    with progress.bar("compacting", "bucket", progress.wanted(args, out.as_json)) as bar:
+        snap = table.compact(full=args.full, partitions=partitions, progress=bar)
     if snap is None:
         out.emit({"snapshot": None, "buckets": 0}, "nothing to compact")
         return
@@ -238,12 +227,8 @@ def _files(table: Table, args: argparse.Namespace, out: Output) -> None:
     out.table(headers, [[r[h] for h in headers] for r in rows], rows)
 
 
-def _limited(data: pa.Table, limit: int) -> pa.Table:
-    return data.slice(0, limit) if limit > 0 else data
-
-
 def _read(table: Table, args: argparse.Namespace, out: Output) -> None:
-    data = table.read(
+    reader = table.scan(
         columns=_columns(args.columns),
         filter=_filters(args.filter),
         snapshot_id=args.snapshot,
@@ -251,20 +236,20 @@ def _read(table: Table, args: argparse.Namespace, out: Output) -> None:
         timestamp_ms=args.timestamp,
         version=args.version,
     )
-    out.arrow(_limited(data, args.limit))
+    write_rows(reader, args, out)
 
 
 def _changelog(table: Table, args: argparse.Namespace, out: Output) -> None:
     data = table.changelog(
         args.start, args.end, columns=_columns(args.columns), filter=_filters(args.filter), mode=args.mode
     )
-    out.arrow(_limited(data, args.limit))
+    write_rows(pa.RecordBatchReader.from_batches(data.schema, data.to_batches()), args, out)
 
 
 def _consumers(table: Table, args: argparse.Namespace, out: Output) -> None:
     if args.reset:
         if args.snapshot is None:
-            raise MergeTableError("--reset needs --snapshot N")
+            raise UsageError("--reset needs --snapshot N")
         table.reset_consumer(args.reset, args.snapshot)
         out.emit(
             {"reset": args.reset, "next_snapshot": args.snapshot}, f"consumer '{args.reset}' reads {args.snapshot} next"
@@ -295,7 +280,8 @@ def _tags(table: Table, args: argparse.Namespace, out: Output) -> None:
 
 
 def _expire(table: Table, args: argparse.Namespace, out: Output) -> None:
-    result = table.expire_snapshots()
+    with progress.deletions("expiring", args, out.as_json):
+        result = table.expire_snapshots()
     data = {"expired_snapshots": result.expired_snapshots, "deleted_files": len(result.deleted_files)}
     out.emit(data, f"expired {len(result.expired_snapshots)} snapshot(s), deleted {len(result.deleted_files)} file(s)")
 
@@ -307,30 +293,27 @@ def _rollback(table: Table, args: argparse.Namespace, out: Output) -> None:
 
 
 def _orphans(table: Table, args: argparse.Namespace, out: Output) -> None:
-    paths = table.remove_orphan_files(older_than_ms=args.older_than_ms, dry_run=args.dry_run, force=args.force)
+    with progress.deletions("removing orphans", args, out.as_json):
+        paths = table.remove_orphan_files(older_than_ms=args.older_than_ms, dry_run=args.dry_run, force=args.force)
     verb = "would remove" if args.dry_run else "removed"
     out.emit({"dry_run": args.dry_run, "files": paths}, "\n".join([f"{verb} {len(paths)} file(s)", *paths]))
 
 
 # -- entry point ----------------------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 ok, 1 error, 2 usage)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    """Run the command line; returns the exit status (see :mod:`mergetable.cli.errors`)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as exc:
+        return report(exc, "--json" in argv)
+    except SystemExit as exc:  # --help, --version
+        return exc.code if isinstance(exc.code, int) else 0
     out = Output(args.json)
     run: Callable[[Table, argparse.Namespace, Output], None] = args.run
-    try:
-        run(open_table(args.uri, storage_pairs(args.storage_option)), args, out)
-    except MergeTableError as exc:
-        print(f"mergetable: error: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"mergetable: error: {args.uri}: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("mergetable: interrupted", file=sys.stderr)
-        return 130
-    return 0
+    return guarded(
+        lambda: run(open_table(args.uri, storage_pairs(args.storage_option)), args, out), args.json, lambda: args.uri
+    )
 
 
 if __name__ == "__main__":

@@ -10,24 +10,29 @@ from typing import Any, TextIO
 
 import pyarrow as pa
 
+from mergetable.core.read_options import iso_utc
 
-def _plain(value: Any) -> Any:
+
+def plain(value: Any) -> Any:
     """A JSON-friendly form of Arrow/Python values (bytes as hex, temporal as ISO text)."""
     if isinstance(value, bytes):
         return value.hex()
+    if isinstance(value, datetime.datetime) and value.tzinfo is not None:  # an instant: in UTC, with a Z
+        return value.astimezone(datetime.UTC).replace(tzinfo=None).isoformat() + "Z"
     if isinstance(value, datetime.datetime | datetime.date | datetime.time):
         return value.isoformat()
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     if isinstance(value, int | float | str | bool) or value is None:
         return value
     return str(value)
 
 
 def timestamp(ms: int) -> str:
-    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    """A metadata time (epoch milliseconds) as ISO-8601 UTC: ``2024-05-01T00:00:00.000Z``."""
+    return iso_utc(ms)
 
 
 class Output:
@@ -39,7 +44,7 @@ class Output:
 
     def emit(self, data: Any, text: str | None = None) -> None:
         if self.as_json:
-            self.stream.write(json.dumps(_plain(data), indent=2) + "\n")
+            self.stream.write(json.dumps(plain(data), indent=2) + "\n")
         elif text is not None:
             self.stream.write(text.rstrip("\n") + "\n")
 
@@ -57,17 +62,37 @@ class Output:
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     cells = [[_cell(v) for v in r] for r in rows]
-    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
+    widths = column_widths(headers, cells)
+    lines = [*header_lines(headers, widths), *cell_lines(cells, widths)]
     if not rows:
         lines.append("(no rows)")
-    return "\n".join(line.rstrip() for line in lines)
+    return "\n".join(lines)
+
+
+def column_widths(headers: Sequence[str], cells: Sequence[Sequence[str]], at_least: Sequence[int] = ()) -> list[int]:
+    """Each column's width: its header's, its widest cell's, or ``at_least``'s, whichever is largest."""
+    floor = list(at_least) or [0] * len(headers)
+    return [max([len(h), floor[i], *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+
+
+def header_lines(headers: Sequence[str], widths: Sequence[int]) -> list[str]:
+    return [_line(headers, widths), _line(["-" * w for w in widths], widths)]
+
+
+def cell_lines(cells: Sequence[Sequence[str]], widths: Sequence[int]) -> list[str]:
+    return [_line(r, widths) for r in cells]
+
+
+def cells_of(rows: Sequence[Sequence[Any]]) -> list[list[str]]:
+    return [[_cell(v) for v in r] for r in rows]
+
+
+def _line(cells: Sequence[str], widths: Sequence[int]) -> str:
+    return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
 
 
 def _cell(value: Any) -> str:
     if value is None:
         return "null"
-    plain = _plain(value)
-    return plain if isinstance(plain, str) else json.dumps(plain)
+    text = plain(value)
+    return text if isinstance(text, str) else json.dumps(text)

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mergetable.core.errors import SchemaError
+from mergetable.core.errors import ArgumentError, SchemaError
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import CommitMessage
 
@@ -44,6 +44,7 @@ def overwrite_spec(
     Raises:
         SchemaError: The spec names a non-partition column, or a message writes outside the spec.
     """
+    check_overwrite(overwrite)
     if overwrite is False:
         return None
     keys = schema.partition_keys
@@ -56,6 +57,14 @@ def overwrite_spec(
     return Overwrite()
 
 
+def check_overwrite(overwrite: Any) -> None:
+    """Refuse an ``overwrite`` that is neither a bool nor a partition spec (``"append"``, ``"overwrite"``, 1 …)."""
+    if not isinstance(overwrite, bool | dict):
+        raise ArgumentError(
+            "overwrite", f"expected True, False or a partition spec such as {{'dt': '2024-01-01'}}, got {overwrite!r}"
+        )
+
+
 def check_partitions(schema: TableSchema, partitions: Iterable[Partition], overwrite: bool | dict[str, Any]) -> None:
     """Raise unless every partition lies inside the ``overwrite`` partition spec (nothing to check otherwise).
 
@@ -65,6 +74,7 @@ def check_partitions(schema: TableSchema, partitions: Iterable[Partition], overw
         SchemaError: The spec names a non-partition column, or a partition is outside the spec.
     """
     if not isinstance(overwrite, dict):
+        check_overwrite(overwrite)
         return
     keys = schema.partition_keys
     unknown = [k for k in overwrite if k not in keys]

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from mergetable.commit.maintenance import used_files
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.snapshots import SnapshotManager, TagManager
-from mergetable.core.errors import CommitConflictError, MergeTableError, SnapshotNotFoundError
+from mergetable.core.errors import ArgumentError, CommitConflictError, SnapshotNotFoundError
 from mergetable.core.fileio import FileIO
 from mergetable.core.paths import PathFactory
 from mergetable.core.schema import TableSchema
@@ -64,15 +64,15 @@ def retained_ms(value: datetime.timedelta | int | None) -> int | None:
     elif isinstance(value, int) and not isinstance(value, bool):
         ms = value
     else:
-        raise MergeTableError(f"time_retained must be a timedelta or milliseconds, got {value!r}")
+        raise ArgumentError("time_retained", f"must be a timedelta or milliseconds, got {value!r}")
     if ms <= 0:
-        raise MergeTableError(f"time_retained must be positive, got {value!r}")
+        raise ArgumentError("time_retained", f"must be positive, got {value!r}")
     return ms
 
 
 def _target(snapshots: SnapshotManager, tags: TagManager, snapshot_id: int | None, tag: str | None) -> Snapshot:
     if (snapshot_id is None) == (tag is None):
-        raise MergeTableError("rollback_to needs exactly one of snapshot_id and tag")
+        raise ArgumentError("snapshot_id", "rollback_to needs exactly one of snapshot_id and tag")
     if tag is not None:
         return tags.get(tag).to_snapshot()
     assert snapshot_id is not None

@@ -25,6 +25,17 @@ class SchemaManager:
         ids = (self.paths.schema_id(n) for n in self.fileio.list_names(self.paths.schema_dir))
         return sorted(i for i in ids if i is not None)
 
+    def not_found(self) -> str:
+        """Why there is no table here, for :class:`TableNotFoundError`: a file, an empty place, no schema."""
+        where = self.fileio.uri
+        if self.fileio.fs.isfile(self.fileio.root):
+            return (
+                f"no mergetable table at {where}: it is a file; a table is the directory holding schema/ and snapshot/"
+            )
+        if not self.fileio.fs.exists(self.fileio.root):
+            return f"no mergetable table at {where}"
+        return f"no mergetable table at {where}: the directory has no schema/ (is it the table's own directory?)"
+
     def exists(self) -> bool:
         """Whether any schema file exists, i.e. a table was created here."""
         return bool(self.fileio.list_names(self.paths.schema_dir))

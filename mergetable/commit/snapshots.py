@@ -5,9 +5,10 @@ from __future__ import annotations
 import bisect
 import time
 
-from mergetable.core.errors import CorruptMetadataError, MergeTableError, SnapshotNotFoundError
+from mergetable.core.errors import ArgumentError, CorruptMetadataError, SnapshotNotFoundError, TagExistsError
 from mergetable.core.fileio import FileIO
 from mergetable.core.paths import PathFactory, valid_tag_name
+from mergetable.core.read_options import iso_utc
 from mergetable.metadata.models import Snapshot, Tag
 
 _LATEST_ATTEMPTS = 10
@@ -96,8 +97,10 @@ class SnapshotManager:
         times = _LazyTimes(self, ids)
         pos = bisect.bisect_right(times, timestamp_ms)
         if pos == 0:
+            earliest = self.load(ids[0]).time_millis
             raise SnapshotNotFoundError(
-                f"no snapshot at or before timestamp {timestamp_ms} (earliest is {self.load(ids[0]).time_millis})"
+                f"no snapshot at or before timestamp {timestamp_ms} ({iso_utc(timestamp_ms)}): the earliest snapshot, "
+                f"{ids[0]}, was made at {earliest} ({iso_utc(earliest)})"
             )
         return self.load(ids[pos - 1])
 
@@ -142,12 +145,12 @@ class TagManager:
 
     def create(self, name: str, snapshot: Snapshot, time_retained_ms: int | None = None) -> Tag:
         if not valid_tag_name(name):
-            raise MergeTableError(f"invalid tag name '{name}' (letters, digits, '_', '-', '.'; not all digits)")
+            raise ArgumentError("name", f"invalid tag name '{name}' (letters, digits, '_', '-', '.'; not all digits)")
         tag = Tag.model_validate(
             {**snapshot.model_dump(), "tag_create_time": int(time.time() * 1000), "tag_time_retained": time_retained_ms}
         )
         if not self.fileio.write_if_absent(self._path(name), tag.to_json().encode()):
-            raise MergeTableError(f"tag '{name}' already exists")
+            raise TagExistsError(f"tag '{name}' already exists")
         return tag
 
     def get(self, name: str) -> Tag:

@@ -20,7 +20,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
 from typing import Any
 
 from mergetable.commit.committer import Committer
@@ -30,6 +29,7 @@ from mergetable.commit.schemas import SchemaManager
 from mergetable.commit.snapshots import SnapshotManager
 from mergetable.compaction.compaction import BucketCompactor
 from mergetable.core.errors import (
+    ArgumentError,
     CommitConflictError,
     CommitStateUnknownError,
     SchemaError,
@@ -38,6 +38,7 @@ from mergetable.core.errors import (
 from mergetable.core.fileio import FileIO
 from mergetable.core.model import JsonModel
 from mergetable.core.options import ChangelogProducer
+from mergetable.core.progress import Progress as Progress
 from mergetable.core.schema import TableSchema
 from mergetable.merge import MergeFunction, create_merge_function
 from mergetable.metadata.models import CommitKind, CommitMessage, DataFileMeta, ManifestEntry, Snapshot
@@ -67,14 +68,6 @@ class BucketPlan(JsonModel):
 
 Executor = Callable[[Sequence[BucketPlan]], list[CommitMessage]]
 """Runs :func:`run_plan` for every plan (anywhere) and returns the non-empty messages."""
-
-
-@dataclass
-class Progress:
-    """Hooks a caller can use to show progress: ``start(total_buckets)`` then ``advance()`` per bucket."""
-
-    start: Callable[[int], None] = lambda total: None
-    advance: Callable[[], None] = lambda: None
 
 
 def run_plan(fileio: FileIO, schema: TableSchema, merge_function: MergeFunction, plan: BucketPlan) -> CommitMessage:
@@ -335,6 +328,10 @@ def partition_selector(
     meaning null). None selects everything."""
     if partitions is None:
         return lambda b: True
+    if isinstance(partitions, Mapping | str) or any(not isinstance(s, Mapping) for s in partitions):
+        raise ArgumentError(
+            "partitions", f"expected a list of partition specs such as [{{'dt': '2024-01-01'}}], got {partitions!r}"
+        )
     keys = schema.partition_keys
     default = schema.table_options.partition_default_name
     specs: list[list[tuple[int, str | None]]] = []

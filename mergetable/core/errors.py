@@ -15,6 +15,14 @@ class OptionsError(MergeTableError, ValueError):
         super().__init__(f"option '{option}': {message}")
 
 
+class ArgumentError(MergeTableError, ValueError, TypeError):
+    """An argument has the wrong type or a value it cannot take (``primary_key="id"``, ``overwrite="yes"``)."""
+
+    def __init__(self, argument: str, message: str) -> None:
+        self.argument = argument
+        super().__init__(f"argument '{argument}': {message}")
+
+
 class SchemaError(MergeTableError, ValueError):
     """Data or a schema does not fit the table schema (missing column, wrong type, null key ...)."""
 
@@ -89,6 +97,10 @@ class TableExistsError(MergeTableError, FileExistsError):
     """A table already exists at the given location."""
 
 
+class TagExistsError(MergeTableError, FileExistsError):
+    """A tag of that name already exists."""
+
+
 class SnapshotNotFoundError(MergeTableError, LookupError):
     """The requested snapshot, timestamp or tag does not exist."""
 
@@ -120,6 +132,7 @@ class MissingExtraError(MergeTableError, ImportError):
 
 __all__ = [
     "AlreadyCommittedError",
+    "ArgumentError",
     "CommitConflictError",
     "CommitStateUnknownError",
     "CorruptMetadataError",
@@ -136,5 +149,6 @@ __all__ = [
     "SnapshotNotFoundError",
     "TableExistsError",
     "TableNotFoundError",
+    "TagExistsError",
     "UnsupportedError",
 ]

@@ -9,6 +9,7 @@ content); on object stores it uses a conditional put (``If-None-Match: *`` via f
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import threading
 from collections.abc import Iterator
@@ -20,7 +21,9 @@ from fsspec.implementations.local import LocalFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
 from mergetable.core import paths
-from mergetable.core.errors import CommitStateUnknownError, MissingExtraError
+from mergetable.core.arguments import location, mapping
+from mergetable.core.errors import ArgumentError, CommitStateUnknownError, MissingExtraError, OptionsError
+from mergetable.core.progress import current as current_progress
 
 _MEMORY_LOCK = threading.Lock()
 
@@ -39,13 +42,17 @@ class FileIO:
     """A table root plus the fsspec file system that holds it. Paths given to methods are absolute."""
 
     def __init__(self, uri: str, storage_options: dict[str, Any] | None = None) -> None:
-        self.storage_options = dict(storage_options or {})
+        uri = location(uri)
+        self.storage_options = mapping(storage_options, "storage_options")
         try:
-            fs, root = fsspec.core.url_to_fs(str(uri), **self.storage_options)
+            fs, root = fsspec.core.url_to_fs(uri, **self.storage_options)
         except ImportError as exc:  # fsspec names the package its protocol needs (s3fs, gcsfs, adlfs …)
-            s3 = str(uri).startswith(("s3://", "s3a://"))
+            s3 = uri.startswith(("s3://", "s3a://"))
             module = "s3fs" if s3 else exc.name or "the fsspec implementation of this protocol"
             raise MissingExtraError(f"the location {uri}", module, "s3" if s3 else None) from exc
+        except ValueError as exc:  # "Protocol not known: foo"
+            raise ArgumentError("uri", f"{uri}: {exc}") from None
+        check_storage_options(fs, self.storage_options)
         self.fs: fsspec.AbstractFileSystem = fs
         self.uri = str(uri)
         self.root = root.rstrip("/") if root not in ("/", "") else root
@@ -84,7 +91,7 @@ class FileIO:
         self._fresh(directory)
         try:
             entries = self.fs.ls(directory, detail=False)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return []
         return [str(e).rstrip("/").rsplit("/", 1)[-1] for e in entries]
 
@@ -93,7 +100,7 @@ class FileIO:
         self._fresh(directory)
         try:
             entries = self.fs.ls(directory, detail=True)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return []
         out = []
         for info in entries:
@@ -169,14 +176,41 @@ class FileIO:
             self.fs.rm_file(path)
 
     def delete_quietly(self, paths: list[str]) -> list[str]:
-        """Delete files, returning the ones that could not be deleted."""
+        """Delete files, returning the ones that could not be deleted (steps of the current progress, if any)."""
         failed = []
+        progress = current_progress()
+        progress.start(len(paths))
         for p in paths:
             try:
                 self.delete(p)
             except OSError:
                 failed.append(p)
+            progress.advance()
         return failed
+
+
+# Options every fsspec file system takes (instance caching and listings cache), besides its own parameters.
+_COMMON_STORAGE_OPTIONS = frozenset({"skip_instance_cache", "use_listings_cache", "listings_expiry_time", "max_paths"})
+
+
+def check_storage_options(fs: fsspec.AbstractFileSystem, options: dict[str, Any]) -> None:
+    """Refuse storage options the local or in-memory file system would silently ignore (a typo, an S3 option).
+
+    Remote file systems hand unknown options on to their client libraries, which check them there.
+    """
+    if not isinstance(fs, LocalFileSystem | MemoryFileSystem):
+        return
+    params = inspect.signature(type(fs).__init__).parameters
+    known = {n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)} - {"self"}
+    known |= _COMMON_STORAGE_OPTIONS
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    for key in options:
+        if key not in known:
+            raise OptionsError(
+                key,
+                f"is not a storage option of the {protocol} file system (it takes {', '.join(sorted(known))}); "
+                "storage options are for object stores such as s3:// locations",
+            )
 
 
 def _mtime(info: dict[str, Any]) -> float | None:

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from mergetable.core import arguments
 from mergetable.core.errors import OptionsError
 from mergetable.core.names import check_name_option
 from mergetable.core.stats_mode import DEFAULT_STATS_MODE, StatsMode, parse_stats_mode
@@ -287,7 +288,7 @@ class TableOptions(BaseModel):
     @classmethod
     def from_map(cls, options: dict[str, str] | None) -> TableOptions:
         """Validate a Paimon-style option map. Raises :class:`OptionsError` naming the bad key."""
-        plain, fields = normalize_option_keys(options or {})
+        plain, fields = normalize_option_keys(arguments.mapping(options, "options"))
         try:
             opts = cls.model_validate({**plain, "field-options": fields})
         except ValidationError as exc:

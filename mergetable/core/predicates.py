@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from mergetable.core.errors import SchemaError
+from mergetable.core.errors import ArgumentError, SchemaError
 from mergetable.core.floats import collapse_zero, decode_float, encode_float, order_key
 from mergetable.core.hashing import bucket_of
 
@@ -29,8 +29,14 @@ _MAX_BUCKET_COMBINATIONS = 4096
 
 def normalize_filters(filters: Filters | None, schema: pa.Schema) -> list[Conjunct] | None:
     """DNF form ``[[pred, …], …]`` with every column and op checked; None means no filter."""
+    if isinstance(filters, str) or not isinstance(filters, Sequence | type(None)):
+        raise ArgumentError(
+            "filter", f"expected a list of (column, op, value) tuples such as [('id', '>', 1)], got {filters!r}"
+        )
     if filters is None or len(filters) == 0:
         return None
+    if isinstance(filters, tuple) and len(filters) == 3 and isinstance(filters[0], str):
+        raise ArgumentError("filter", f"wrap a single predicate in a list: [{filters!r}]")
     first = filters[0]
     dnf: list[Conjunct]
     if isinstance(first, tuple):

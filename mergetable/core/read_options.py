@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
+from mergetable.core.arguments import unknown_keywords
 from mergetable.core.errors import OptionsError
 from mergetable.core.options import DEFAULT_SPLIT_SIZE, parse_list, parse_memory_size
 from mergetable.core.predicates import Conjunct, Filters
@@ -55,6 +56,16 @@ READ_OPTIONS: dict[str, tuple[str, ...]] = {
     "filter": (),
 }
 READ_OPTION_KEYS = frozenset(k for canonical, aliases in READ_OPTIONS.items() for k in (canonical, *aliases))
+
+
+def iso_utc(ms: int) -> str:
+    """Epoch milliseconds as ISO-8601 UTC text with a ``Z``.
+
+    >>> iso_utc(1714521600123)
+    '2024-05-01T00:00:00.123Z'
+    """
+    moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
 def to_epoch_millis(value: Timestamp, name: str = "timestamp") -> int:
@@ -153,12 +164,14 @@ class ReadRequest:
         version: int | str | None = None,
         incremental_between: tuple[SnapshotRef, SnapshotRef] | str | None = None,
         split_size: int | str = DEFAULT_SPLIT_SIZE,
+        **unknown: Any,
     ) -> ReadRequest:
         """The request of Python arguments (``Table.read`` and friends).
 
         >>> ReadRequest.of(columns=["id"], timestamp_ms="2024-05-01T00:00:00Z").travel.timestamp_ms
         1714521600000
         """
+        unknown_keywords(unknown, ["columns", "filter", *ReadArgs.__annotations__], "a read")
         travel = TimeTravel.of(snapshot_id, timestamp_ms, tag, version)
         incremental = _incremental("incremental_between", incremental_between)
         if incremental is not None and travel.given:
@@ -297,6 +310,7 @@ __all__ = [
     "SnapshotRef",
     "TimeTravel",
     "Timestamp",
+    "iso_utc",
     "parse_filter",
     "parse_filter_text",
     "to_epoch_millis",

@@ -61,7 +61,7 @@ class RowKind(IntEnum):
 
         Raises:
             SchemaError: a string that is no row kind.
-            ValueError: an integer outside 0 to 3.
+            SchemaError: an integer outside 0 to 3.
 
         Example:
             >>> RowKind.parse(" +u "), RowKind.parse(3)
@@ -74,6 +74,8 @@ class RowKind(IntEnum):
         if isinstance(value, RowKind):
             return value
         if isinstance(value, int):
+            if not 0 <= value <= 3:
+                raise SchemaError(f"unknown row kind {value} (expected 0 to 3: +I, -U, +U or -D)")
             return cls(value)
         try:
             return _FROM_SHORT[value.strip().upper()]

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
 
+from mergetable.core import arguments
 from mergetable.core.errors import SchemaError, UnsupportedError
 from mergetable.core.model import JsonModel, Versioned
 from mergetable.core.options import TableOptions
@@ -179,15 +181,16 @@ class TableSchema(Versioned):
     def create(
         cls,
         schema: pa.Schema,
-        primary_key: list[str] | tuple[str, ...],
-        partition_keys: list[str] | tuple[str, ...] = (),
+        primary_key: Sequence[str],
+        partition_keys: Sequence[str] | None = (),
         options: dict[str, str] | None = None,
         comment: str | None = None,
     ) -> TableSchema:
         """Validate a user schema and options into schema 0."""
+        schema = arguments.arrow_schema(schema)
+        pk = arguments.name_list(primary_key, "primary_key")
+        parts = arguments.name_list(partition_keys, "partition_keys", allow_none=True)
         opts = TableOptions.from_map(options)
-        pk = tuple(primary_key)
-        parts = tuple(partition_keys)
         names = [f.name for f in schema]
         if len(set(names)) != len(names):
             dup = next(n for n in names if names.count(n) > 1)

@@ -15,7 +15,7 @@ import pyarrow as pa
 from mergetable.commit.consumers import ConsumerManager
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.snapshots import SnapshotManager, TagManager
-from mergetable.core.errors import MergeTableError
+from mergetable.core.errors import ArgumentError, SnapshotNotFoundError
 from mergetable.core.fileio import FileIO
 from mergetable.core.predicates import Filters
 from mergetable.core.read_options import to_epoch_millis
@@ -65,11 +65,11 @@ class ChangeData:
         """Snapshot ids ``(start, end]`` from ids or tags, or from timestamps (ms, ISO strings)."""
         if timestamps is not None:
             if start is not None or end is not None:
-                raise MergeTableError("give either start and end or timestamps, not both")
+                raise ArgumentError("start_snapshot_exclusive", "give either start and end or timestamps, not both")
             t1, t2 = (to_epoch_millis(t, "timestamps") for t in timestamps)
             return resolve_timestamp_range(self._snapshot_manager, t1, t2)
         if start is None or end is None:
-            raise MergeTableError("give start and end snapshots (ids or tags) or timestamps")
+            raise ArgumentError("start_snapshot_exclusive", "give start and end snapshots (ids or tags) or timestamps")
         return resolve_range(self._snapshot_manager, TagManager(self.fileio), (start, end))
 
     def changelog(
@@ -114,7 +114,7 @@ class ChangeData:
         with ``incremental_between``, the changes of that range."""
         if incremental_between is not None:
             if snapshot_id is not None:
-                raise MergeTableError("incremental_between cannot be combined with snapshot_id")
+                raise ArgumentError("incremental_between", "cannot be combined with snapshot_id")
             return as_audit_log(self.changelog(*incremental_between, columns=columns, filter=filter, mode=mode))
         snapshots = self._snapshot_manager
         snap = snapshots.load(snapshot_id) if snapshot_id is not None else snapshots.latest()
@@ -170,7 +170,7 @@ class ChangeData:
         latest = self._snapshot_manager.latest_id() or 0
         earliest = self._snapshot_manager.earliest_id() or 1
         if not earliest <= snapshot_id <= latest + 1:
-            raise MergeTableError(
+            raise SnapshotNotFoundError(
                 f"cannot reset consumer '{consumer_id}' to snapshot {snapshot_id}: "
                 f"snapshots {earliest}..{latest + 1} are possible"
             )

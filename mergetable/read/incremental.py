@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.snapshots import SnapshotManager, TagManager
-from mergetable.core.errors import MergeTableError, SnapshotNotFoundError
+from mergetable.core.errors import OptionsError, SnapshotNotFoundError
 from mergetable.core.predicates import Conjunct
 from mergetable.core.rowkind import ROW_KIND_COLUMN as ROW_KIND
 from mergetable.core.schema import TableSchema
@@ -29,13 +29,13 @@ def resolve_range(
 ) -> tuple[int, int]:
     """Snapshot ids of ``(start, end)``; each may be an id or a tag name (as in ``incremental-between``)."""
     if len(between) != 2:
-        raise MergeTableError(f"incremental range must be (start, end), got {between!r}")
+        raise OptionsError("incremental_between", f"must be (start, end), got {between!r}")
     start, end = (_snapshot_id(tags, ref) for ref in between)
     if start > end:
-        raise MergeTableError(f"incremental range start {start} is after its end {end}")
+        raise OptionsError("incremental_between", f"the range's start {start} is after its end {end}")
     latest = snapshots.latest_id()
     if latest is None or end > latest:
-        raise MergeTableError(f"incremental range end {end} is beyond the latest snapshot {latest}")
+        raise SnapshotNotFoundError(f"incremental range end {end} is beyond the latest snapshot {latest}")
     return start, end
 
 
@@ -51,7 +51,7 @@ def _snapshot_id(tags: TagManager, ref: SnapshotRef) -> int:
 def resolve_timestamp_range(snapshots: SnapshotManager, start_ms: int, end_ms: int) -> tuple[int, int]:
     """``incremental-between-timestamp``: the snapshots committed in ``(start_ms, end_ms]``, as an id range."""
     if start_ms > end_ms:
-        raise MergeTableError(f"incremental range start {start_ms} is after its end {end_ms}")
+        raise OptionsError("incremental_between", f"the range's start {start_ms} is after its end {end_ms}")
     ids = snapshots.list_ids()
     if not ids:
         return 0, 0

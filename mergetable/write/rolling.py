@@ -114,7 +114,7 @@ class RollingKvWriter:
             path = f"{self.directory}/{name}"
             self.written.append(path)
             sink = self.afs.open_output_stream(path)
-            self._open = (name, sink, parquet_writer(sink, self.schema))
+            self._open = (name, sink, parquet_writer(sink, self.schema, chunk))
         _, sink, writer = self._open
         writer.write_table(chunk, row_group_size=files.ROW_GROUP_ROWS)
         self._summarize(chunk)

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from mergetable.core.arguments import name_list
 from mergetable.core.errors import MergeError, SchemaError
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import ChangelogProducer, DeleteBehavior
@@ -41,8 +42,9 @@ class TableWriter:
     commit tier's seeds): writer-local numbers, which the committer shifts above every earlier commit's
     (:mod:`mergetable.commit.sequence`).
 
-    Memory is bounded by ``write-buffer-size``: when the buffered Arrow data exceeds it, every bucket
-    is flushed to level-0 files. ``prepare_commit`` flushes the rest and returns one
+    Memory is bounded by ``write-buffer-size``: when the buffered Arrow data reaches half of it (the other
+    half holds a run's sorted copy while it is written), every bucket is spilled as a sorted run of level-0
+    files; a stream is never held whole. ``prepare_commit`` flushes the rest and returns one
     :class:`CommitMessage` per touched bucket. Nothing is visible until those messages are committed.
     ``next_sequence`` seeds each bucket's sequence numbers and ``discard`` deletes the files of
     :meth:`abort`; both come from the commit tier (see :meth:`mergetable.Table.new_writer`).
@@ -87,9 +89,12 @@ class TableWriter:
             kinds = row_kinds(table.num_rows, table.column(rowkind_field), rowkind_field)
         else:
             kinds = row_kinds(table.num_rows, row_kind)
-        cols = tuple(target_columns) if target_columns is not None else None
+        cols = None if target_columns is None else name_list(target_columns, "target_columns")
         if cols is not None:
-            cols = tuple(c for c in self.schema.column_names if c in cols) or cols
+            for c in cols:
+                if c not in self.schema.column_names:
+                    raise SchemaError("target column not found in table schema", c)
+            cols = tuple(c for c in self.schema.column_names if c in cols)
         retracts = is_retract(np.asarray(kinds.to_numpy(zero_copy_only=False)))
         table = conform(table, self.schema, cols, retracts=retracts if retracts.any() else None)
         table, kinds = self._filter_kinds(table, kinds)
@@ -101,7 +106,7 @@ class TableWriter:
             self.flush()
         self._buffer_cols = cols
         table = table.append_column(VALUE_KIND, kinds)
-        budget = max(1, self.options.write_buffer_size)
+        budget = self._run_budget()
         row_bytes = max(1, table.nbytes // max(1, table.num_rows))
         step = max(1, budget // row_bytes)
         for start in range(0, table.num_rows, step):
@@ -129,10 +134,20 @@ class TableWriter:
         return table, kinds
 
     # -- flushing ---------------------------------------------------------------------------------
+    def _run_budget(self) -> int:
+        """Bytes of buffered rows that make a sorted run: half of ``write-buffer-size``, because sorting a run
+        copies it (the rows in key order) while the buffered rows are still held."""
+        return max(1, self.options.write_buffer_size // 2)
+
     def flush(self) -> None:
-        for bucket_id, parts in self._buffer.items():
-            self._flush_bucket(bucket_id, pa.concat_tables(parts) if len(parts) > 1 else parts[0])
-        self._buffer.clear()
+        """Spill every buffered bucket as a sorted run (level-0 files), releasing each bucket's rows as it goes."""
+        while self._buffer:
+            bucket_id = next(iter(self._buffer))
+            parts = self._buffer.pop(bucket_id)
+            # One contiguous table: taking rows from a chunked one first concatenates every chunk (a third copy).
+            rows = pa.concat_tables(parts).combine_chunks() if len(parts) > 1 else parts[0]
+            del parts
+            self._flush_bucket(bucket_id, rows)
         self._buffer_bytes = 0
 
     def _flush_bucket(self, bucket_id: BucketId, rows: pa.Table) -> None:
@@ -151,7 +166,7 @@ class TableWriter:
             self._changelog_files.setdefault(bucket_id, []).extend(files)
         if write_cols is not None:
             kv = with_write_mask(kv, self.schema, write_cols)
-        merged = drop_write_mask(self.merge_function.merge(kv, seq_ordered=True))
+        merged = _renumbered(drop_write_mask(self.merge_function.merge(kv, seq_ordered=True)), first)
         files = write_kv_files(self.fileio, self.schema, partition, bucket, merged, level=0, write_cols=write_cols)
         self._new_files.setdefault(bucket_id, []).extend(files)
 
@@ -195,6 +210,18 @@ class TableWriter:
         self._buffer.clear()
         self._buffer_bytes = 0
         self._discard(self._take_messages())
+
+
+def _renumbered(run: pa.Table, first: int) -> pa.Table:
+    """A pre-merged run (one record per key, sorted by key) numbered ``first, first + 1, …`` in key order.
+
+    The run's records took the numbers ``first … first + n - 1`` in input order and it holds one record per
+    key, so only the order against other runs matters, and every number stays inside the run's range: the
+    run's records remain newer than every earlier run's and older than every later one's. Numbers in key
+    order delta-encode to almost nothing (input-order numbers, a permutation, cost as much as a value column).
+    """
+    seq = pa.array(np.arange(first, first + run.num_rows, dtype=np.int64))
+    return run.set_column(run.schema.get_field_index(SEQUENCE_NUMBER), SEQUENCE_NUMBER, seq)
 
 
 def _bucket_sort_key(bucket_id: BucketId) -> tuple[tuple[str, ...], int]:

@@ -86,7 +86,7 @@ def test_file_with_retracts_is_rewritten_on_its_way_to_the_top(table_uri: str) -
 
 def test_minor_compaction_keeps_retracts_above_older_data(table_uri: str) -> None:
     t = make(table_uri, **{"num-sorted-run.compaction-trigger": "2", "num-levels": "6"})
-    t.write(rows(range(2000)))
+    t.write(rows(range(100_000)))  # sorted keys and similar strings encode small: enough rows to be far bigger
     t.compact(full=True)
     data, kinds = batch([("-D", 5, None, None), ("+I", 7, 9, "n")])
     t.write(data, row_kind=kinds)

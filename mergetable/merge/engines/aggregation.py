@@ -100,6 +100,8 @@ class Aggregation(EngineBase):
         if layout.n_groups == 0:
             return rows
         multi = layout.sizes > 1
+        if not multi.any():  # every key has one record: each passes through unchanged, in key order
+            return rows.take(pa.array(layout.phys(layout.last_pos)))
         active = None if bool(multi.all()) else multi
         kinds = layout.kinds
         retract = is_retract(kinds)
