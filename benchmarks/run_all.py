@@ -37,6 +37,7 @@ SCRIPTS = [
     "bench_core.py",
     "bench_merge.py",
     "bench_compaction.py",
+    "bench_memory.py",
     "bench_write.py",
     "bench_planning.py",
     "bench_spark.py",

@@ -384,7 +384,8 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
     def scan(
         self, columns: Sequence[str] | None = None, filter: Filters | None = None, **args: Unpack[ReadArgs]
     ) -> pa.RecordBatchReader:
-        """Like :meth:`read`, streamed: memory is bounded by one section of one bucket at a time.
+        """Like :meth:`read`, streamed in batches of at most ``read.batch-size`` rows; memory is bounded by a
+        few row groups of each run being merged, not by the size of a bucket.
 
         Example:
             >>> t.scan(["id"]).read_all().num_rows
@@ -395,8 +396,7 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
         if travelled is not None:
             return travelled.scan(columns, filter, **args)
         reader = self.split_reader(request.columns, request.filter)
-        tables = reader.read_splits(self._plan(request))
-        return pa.RecordBatchReader.from_batches(reader.out_schema, (b for t in tables for b in t.to_batches()))
+        return pa.RecordBatchReader.from_batches(reader.out_schema, reader.batches(self._plan(request)))
 
     def _as_committed(self, request: ReadRequest) -> Table | None:
         """This table with the schema a time-travel read's snapshot was committed with, if that is another."""

@@ -40,6 +40,7 @@ from mergetable.metadata.models import CommitMessage, DataFileMeta, FileSource
 from mergetable.read.reader import SplitReader
 from mergetable.read.scan import KeyComparator, Section, Split, interval_partition
 from mergetable.write.files import write_kv_files
+from mergetable.write.rolling import RollingKvWriter
 
 Partition = tuple[str | None, ...]
 
@@ -288,19 +289,32 @@ class _Task:
         candidate.clear()
 
     def _rewrite_now(self, sections: list[Section]) -> None:
-        parts = []
-        for section in sections:
-            rows = self.reader.merged_section(self.split, section)
-            if self.full_changelog:
+        if self.full_changelog:  # the changelog diffs each merged section as a whole
+            parts = []
+            for section in sections:
+                rows = self.reader.merged_section(self.split, section)
                 self._full_changelog(section, rows)
-            if self.drop_delete and rows.num_rows:
-                kinds = np.asarray(rows.column(VALUE_KIND).to_numpy())
-                retract = is_retract(kinds)
-                if retract.any():
-                    rows = rows.filter(pa.array(~retract))
-            parts.append(rows)
-            self.result.before.extend(f for run in section for f in run)
-        self.result.after.extend(self._write(pa.concat_tables(parts) if len(parts) > 1 else parts[0]))
+                parts.append(self._without_retracts(rows))
+                self.result.before.extend(f for run in section for f in run)
+            self.result.after.extend(self._write(pa.concat_tables(parts) if len(parts) > 1 else parts[0]))
+            return
+        # Streamed: a few row groups of each run in memory, output rolled at target-file-size.
+        owner = self.owner
+        with RollingKvWriter(
+            owner.fileio, owner.schema, self.partition, self.bucket, self.output_level, FileSource.COMPACT
+        ) as writer:
+            for section in sections:
+                for rows in self.reader.merged_windows(self.split, section):
+                    writer.write(self._without_retracts(rows))
+                self.result.before.extend(f for run in section for f in run)
+            self.result.after.extend(writer.close())
+
+    def _without_retracts(self, rows: pa.Table) -> pa.Table:
+        if self.drop_delete and rows.num_rows:
+            retract = is_retract(np.asarray(rows.column(VALUE_KIND).to_numpy()))
+            if retract.any():
+                return rows.filter(pa.array(~retract))
+        return rows
 
     def _write(self, rows: pa.Table, changelog: bool = False) -> list[DataFileMeta]:
         owner = self.owner

@@ -187,7 +187,7 @@ def prune_by_expression(splits: list[Split], expression: pc.Expression, schema: 
             if sec
         )  # fmt: skip
         if sections:
-            out.append(Split(s.snapshot_id, s.partition, s.bucket, sections, s.total_buckets))
+            out.append(Split(s.snapshot_id, s.partition, s.bucket, sections, s.total_buckets, s.key_range))
     return out
 
 

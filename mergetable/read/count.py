@@ -20,10 +20,12 @@ def count_rows(reader: SplitReader, splits: Iterable[Split]) -> int:
     for split in splits:
         for runs in split.sections:
             plain = len(runs) == 1 and all(not f.delete_row_count and f.write_cols is None for f in runs[0])
-            if plain and reader.dnf is None:
+            if plain and reader.dnf is None and split.key_range is None:
                 total += sum(f.row_count for f in runs[0])
             elif plain:
-                total += sum(reader.read_file(split, f, reader.filter_expr, plain=True).num_rows for f in runs[0])
+                filter_expr = reader.split_filters(split)[1]
+                total += sum(reader.read_file(split, f, filter_expr, plain=True).num_rows for f in runs[0])
             else:
-                total += reader.finish(reader.merged_section(split, runs, exact_sequence=False)).num_rows
+                windows = reader.merged_windows(split, runs, exact_sequence=False)
+                total += sum(reader.finish(w).num_rows for w in windows)
     return total

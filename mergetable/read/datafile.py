@@ -10,9 +10,12 @@ naming the file.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -29,28 +32,101 @@ def read_data_file(
     columns: Sequence[str],
     filter_expr: pc.Expression | None = None,
     row_group_pruning: bool = True,
+    row_groups: RowGroupSlice | None = None,
 ) -> pa.Table:
     """``columns`` of the data file at ``path`` (rows matching ``filter_expr``), verified against ``meta``.
 
     ``row_group_pruning=False`` applies ``filter_expr`` after reading rather than letting Parquet
-    statistics skip row groups (they cannot be trusted for NaN).
+    statistics skip row groups (they cannot be trusted for NaN). ``row_groups``: read only those row
+    groups (see :func:`row_group_stats`); the unfiltered row count is then checked against theirs.
     """
     pushed = filter_expr if row_group_pruning else None
+    expected = meta.row_count if row_groups is None else row_groups.rows
     try:
-        table = pq.read_table(
-            path,
-            columns=list(columns),
-            filters=pushed,
-            filesystem=afs,
-            use_threads=True,
-            page_checksum_verification=True,
-        )
-    except FileNotFoundError:
-        raise DataFileError(path, "data file is missing (the table references it)") from None
+        if row_groups is None:
+            table = pq.read_table(
+                path,
+                columns=list(columns),
+                filters=pushed,
+                filesystem=afs,
+                use_threads=True,
+                page_checksum_verification=True,
+            )
+        else:
+            table = _read_row_groups(afs, path, row_groups.ids, columns, pushed)
     except (OSError, pa.ArrowException, ValueError, IndexError) as exc:
-        if not fileio.exists(path):
-            raise DataFileError(path, "data file is missing (the table references it)") from None
-        raise DataFileError(path, f"cannot read data file (corrupt?): {exc}") from exc
-    if pushed is None and table.num_rows != meta.row_count:
-        raise DataFileError(path, f"holds {table.num_rows} rows but the table recorded {meta.row_count} (corrupt?)")
+        raise _read_error(fileio, path, exc) from (None if isinstance(exc, FileNotFoundError) else exc)
+    if pushed is None and table.num_rows != expected:
+        raise DataFileError(path, f"holds {table.num_rows} rows but the table recorded {expected} (corrupt?)")
     return table if pushed is not None or filter_expr is None else table.filter(filter_expr)
+
+
+def _read_row_groups(
+    afs: pafs.FileSystem, path: str, ids: Sequence[int], columns: Sequence[str], pushed: pc.Expression | None
+) -> pa.Table:
+    """Row groups ``ids`` in file order (a dataset scan of a row-group subset may reorder them), those
+    that ``pushed`` cannot rule out by their statistics, filtered by it."""
+    if pushed is not None:
+        fragment = _PARQUET.make_fragment(path, filesystem=afs, row_groups=list(ids)).subset(pushed)
+        ids = sorted(rg.id for rg in fragment.row_groups)
+    with afs.open_input_file(path) as source:
+        table = pq.ParquetFile(source, page_checksum_verification=True).read_row_groups(
+            list(ids), columns=list(columns), use_threads=True
+        )
+    return table if pushed is None else table.filter(pushed)
+
+
+_PARQUET = ds.ParquetFileFormat(
+    default_fragment_scan_options=ds.ParquetFragmentScanOptions(page_checksum_verification=True)
+)
+
+
+@dataclass(frozen=True)
+class RowGroupSlice:
+    """Consecutive row groups of one data file: their ids, rows, uncompressed bytes and smallest first key
+    (``None``: unknown, from the first row group's Parquet statistics of ``column``)."""
+
+    ids: tuple[int, ...]
+    rows: int
+    nbytes: int
+    min_key: Any = None
+
+
+def _read_error(fileio: FileIO, path: str, exc: BaseException) -> DataFileError:
+    """The error of a failed read of a data file: missing, or unreadable (corrupt)."""
+    if isinstance(exc, FileNotFoundError) or not fileio.exists(path):
+        return DataFileError(path, "data file is missing (the table references it)")
+    return DataFileError(path, f"cannot read data file (corrupt?): {exc}")
+
+
+def row_group_stats(fileio: FileIO, afs: pafs.FileSystem, path: str, column: str | None) -> list[RowGroupSlice]:
+    """Every row group of the data file at ``path``, with the minimum of ``column`` where Parquet recorded it."""
+    try:
+        with afs.open_input_file(path) as source:
+            metadata = pq.ParquetFile(source).metadata
+    except (OSError, pa.ArrowException, ValueError, IndexError) as exc:
+        raise _read_error(fileio, path, exc) from (None if isinstance(exc, FileNotFoundError) else exc)
+    leaves = [metadata.schema.column(j).path for j in range(metadata.num_columns)]
+    index = leaves.index(column) if column in leaves else -1
+    out = []
+    for i in range(metadata.num_row_groups):
+        rg = metadata.row_group(i)
+        lo = None
+        if index >= 0:
+            stats = rg.column(index).statistics
+            if stats is not None and stats.has_min_max:
+                lo = stats.min
+        out.append(RowGroupSlice((i,), rg.num_rows, rg.total_byte_size, lo))
+    return out
+
+
+def group_slices(slices: Sequence[RowGroupSlice], budget: int) -> list[RowGroupSlice]:
+    """Consecutive row groups joined into slices of about ``budget`` uncompressed bytes (at least one each)."""
+    out: list[RowGroupSlice] = []
+    for s in slices:
+        last = out[-1] if out else None
+        if last is not None and last.nbytes + s.nbytes <= budget:
+            out[-1] = RowGroupSlice((*last.ids, *s.ids), last.rows + s.rows, last.nbytes + s.nbytes, last.min_key)
+        else:
+            out.append(s)
+    return out

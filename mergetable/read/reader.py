@@ -1,8 +1,11 @@
 """Merge-on-read: read a split's sections and merge them through the table's merge engine, vectorized.
 
-A section with one sorted run holds at most one record per key, so it is read as is (retracts dropped).
-A section with several runs is read (key filters pushed into Parquet), concatenated oldest run first and
-merged with one stable sort + per-key selection. Value filters are applied exactly, after the merge.
+A section with one sorted run holds at most one record per key, so it is read as is (retracts dropped),
+row-group slice by slice. A section with several runs is read window by window (:mod:`mergetable.read.windows`:
+every run cut at the same key bound, chosen from row-group statistics; key filters pushed into Parquet); a
+window's rows are concatenated oldest file first and merged with one stable sort + per-key selection. Value
+filters are applied exactly, after the merge. Memory is bounded by :data:`WINDOW_BYTES` of row groups per
+section being read, not by the size of a bucket.
 """
 
 from __future__ import annotations
@@ -10,7 +13,6 @@ from __future__ import annotations
 import os
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -19,6 +21,7 @@ import pyarrow.compute as pc
 from mergetable.commit.schemas import SchemaManager
 from mergetable.core.fileio import FileIO
 from mergetable.core.filters import to_expression
+from mergetable.core.options import MIB
 from mergetable.core.paths import PathFactory
 from mergetable.core.predicates import Conjunct, columns_of, restrict
 from mergetable.core.rowkind import is_retract
@@ -26,10 +29,16 @@ from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from mergetable.merge import MergeFunction
 from mergetable.merge.base import WRITE_MASK, drop_write_mask, with_write_mask
 from mergetable.metadata.models import DataFileMeta
-from mergetable.read.datafile import read_data_file
+from mergetable.read.datafile import RowGroupSlice, group_slices, read_data_file, row_group_stats
+from mergetable.read.key_ranges import range_filter
 from mergetable.read.order import effective_sequence, oldest_first, sequence_ordered
+from mergetable.read.parallel import ordered_streams
 from mergetable.read.projection import FileProjection
 from mergetable.read.scan import Split
+from mergetable.read.windows import RunCursor, windowable, windows
+
+#: Uncompressed bytes of row groups buffered while one section is read (shared by its runs).
+WINDOW_BYTES = 64 * MIB
 
 
 class SplitReader:
@@ -73,6 +82,10 @@ class SplitReader:
         self.plain_columns = [c for c in fs.names if c in plain]
         self.unsequenced_columns = [c for c in self.read_columns if c != SEQUENCE_NUMBER]
         self.plain_schema = pa.schema([fs.field(c) for c in self.plain_columns])
+        self.batch_size = schema.table_options.read_batch_size
+        self.window_bytes = WINDOW_BYTES
+        first = keys[0] if keys else None
+        self.window_key = first if first is not None and windowable(fs.field(first).type) else None
         self._projections: dict[int, FileProjection] = {}
 
     def __getstate__(self) -> dict[str, object]:
@@ -89,13 +102,21 @@ class SplitReader:
         return None if p.identity else p
 
     def _read_columns(
-        self, path: str, f: DataFileMeta, columns: Sequence[str], filter_expr: pc.Expression | None
+        self,
+        path: str,
+        f: DataFileMeta,
+        columns: Sequence[str],
+        filter_expr: pc.Expression | None,
+        row_groups: RowGroupSlice | None = None,
     ) -> pa.Table:
-        """``columns`` (reading names) of one file, projected by field id when it has another schema."""
+        """``columns`` (reading names) of one file (or of ``row_groups`` of it), projected by field id when it
+        has another schema."""
         p = self.projection(f.schema_id)
         if p is None:
-            return read_data_file(self.fileio, self.afs, path, f, columns, filter_expr, self.row_group_pruning)
-        table = read_data_file(self.fileio, self.afs, path, f, p.file_columns(columns), None)
+            return read_data_file(
+                self.fileio, self.afs, path, f, columns, filter_expr, self.row_group_pruning, row_groups
+            )
+        table = read_data_file(self.fileio, self.afs, path, f, p.file_columns(columns), None, True, row_groups)
         fs = self.schema.file_schema
         table = p.project(table, pa.schema([fs.field(c) for c in columns]))
         return table if filter_expr is None else table.filter(filter_expr)
@@ -108,14 +129,16 @@ class SplitReader:
         filter_expr: pc.Expression | None,
         plain: bool = False,
         sequenced: bool = True,
+        row_groups: RowGroupSlice | None = None,
     ) -> pa.Table:
-        """Read one data file. ``plain``: only user columns; ``sequenced=False``: ``_SEQUENCE_NUMBER`` is
-        replaced by the file's maximum (valid when runs are merged in sequence order, see merged_section)."""
+        """Read one data file (only ``row_groups`` of it, when given). ``plain``: only user columns;
+        ``sequenced=False``: ``_SEQUENCE_NUMBER`` is replaced by the file's maximum (valid when runs are
+        merged in sequence order, see merged_section)."""
         path = self.paths.data_file(split.partition, split.bucket, f.file_name)
         columns, schema = (self.plain_columns, self.plain_schema) if plain else (self.read_columns, self.read_schema)
         if not plain and not sequenced:
             columns = self.unsequenced_columns
-        table = self._read_columns(path, f, columns, filter_expr)
+        table = self._read_columns(path, f, columns, filter_expr, row_groups)
         if not plain and not sequenced:
             seq = pa.array(np.full(table.num_rows, f.max_sequence_number, dtype=np.int64))
             table = table.append_column(SEQUENCE_NUMBER, seq).select(self.read_columns)
@@ -138,8 +161,9 @@ class SplitReader:
         file's maximum sequence number instead of each record's own.
         """
         partial = any(f.write_cols is not None for r in runs for f in r)
+        key_filter = self.split_filters(split)[0]
         if len(runs) == 1 and not partial:
-            tables = [self.read_file(split, f, self.key_filter) for f in runs[0]]
+            tables = [self.read_file(split, f, key_filter) for f in runs[0]]
             return _concat(tables, self.read_schema)
         # Files oldest first: the stable merge sort then breaks sequence ties by file age (read.order).
         files = oldest_first(f for r in runs for f in r)
@@ -147,9 +171,9 @@ class SplitReader:
         # With ascending, disjoint sequence ranges, each file's maximum orders the records of a key exactly as
         # their own sequence numbers do (keys are unique within a level), so those need not be read.
         if seq_ordered and not exact_sequence:
-            tables = [self.read_file(split, f, self.key_filter, sequenced=False) for f in files]
+            tables = [self.read_file(split, f, key_filter, sequenced=False) for f in files]
         else:
-            tables = [self.read_file(split, f, self.key_filter) for f in files]
+            tables = [self.read_file(split, f, key_filter) for f in files]
         if partial:
             tables = [t if WRITE_MASK in t.schema.names else with_write_mask(t, self.schema) for t in tables]
         rows = _concat(tables, tables[0].schema if tables else self.read_schema)
@@ -157,39 +181,103 @@ class SplitReader:
             return rows
         return drop_write_mask(self.merge_function.merge(rows, seq_ordered=seq_ordered))
 
+    def split_filters(self, split: Split) -> tuple[pc.Expression | None, pc.Expression | None]:
+        """The key filter and the full filter of ``split``: the reader's, narrowed to its key range."""
+        if split.key_range is None:
+            return self.key_filter, self.filter_expr
+        key = self.schema.trimmed_primary_keys[0]
+        narrow = range_filter(key, self.schema.file_schema.field(key).type, split.key_range)
+        if narrow is None:
+            return self.key_filter, self.filter_expr
+        return tuple(narrow if e is None else e & narrow for e in (self.key_filter, self.filter_expr))
+
+    def slices(self, split: Split, f: DataFileMeta, budget: int) -> list[RowGroupSlice | None]:
+        """How to read ``f`` in pieces of about ``budget`` uncompressed bytes (``None``: the whole file at once,
+        for files small enough; its first key then comes from the file's metadata)."""
+        if f.file_size * 4 <= budget:
+            return [None]
+        path = self.paths.data_file(split.partition, split.bucket, f.file_name)
+        return list(group_slices(row_group_stats(self.fileio, self.afs, path, self.window_key), budget))
+
+    def merged_windows(
+        self,
+        split: Split,
+        runs: Sequence[Sequence[DataFileMeta]],
+        exact_sequence: bool = True,
+        window_bytes: int | None = None,
+    ) -> Iterator[pa.Table]:
+        """:meth:`merged_section`, streamed window by window (key order; the same rows in the same order)."""
+        partial = any(f.write_cols is not None for r in runs for f in r)
+        key = self.window_key
+        if key is None:
+            yield self.merged_section(split, runs, exact_sequence)
+            return
+        files = oldest_first(f for r in runs for f in r)
+        seq_ordered = sequence_ordered(files)
+        sequenced = not seq_ordered or exact_sequence
+        age = {f.file_name: i for i, f in enumerate(files)}
+        budget = max(1, (window_bytes or self.window_bytes) // len(runs))
+        key_type = self.read_schema.field(key).type
+
+        key_filter = self.split_filters(split)[0]
+
+        def load(f: DataFileMeta, part: RowGroupSlice | None) -> pa.Table:
+            table = self.read_file(split, f, key_filter, sequenced=sequenced, row_groups=part)
+            if partial and WRITE_MASK not in table.schema.names:
+                table = with_write_mask(table, self.schema)
+            return table
+
+        cursors = [
+            RunCursor(deque((f, s or _whole(f, key_type)) for f in run for s in self.slices(split, f, budget)))
+            for run in runs
+        ]
+        single = len(runs) == 1 and not partial
+        for pieces in windows(cursors, key, lambda f, s: load(f, s if s.ids else None), True):
+            if single:
+                yield _concat([t for _, t in pieces], self.read_schema)
+                continue
+            pieces.sort(key=lambda p: age[p[0].file_name])  # stable: a file's pieces stay in key order
+            rows = _concat([t for _, t in pieces], pieces[0][1].schema)
+            yield drop_write_mask(self.merge_function.merge(rows, seq_ordered=seq_ordered))
+
     def read_split_kv(self, split: Split) -> Iterator[pa.Table]:
         for runs in split.sections:
             yield self.merged_section(split, runs)
 
-    def read_split(self, split: Split) -> Iterator[pa.Table]:
-        """Visible rows of a split (user columns), one table per section."""
+    def read_split(self, split: Split, window_bytes: int | None = None) -> Iterator[pa.Table]:
+        """Visible rows of a split (user columns), a section at a time, each in windows of bounded size."""
+        filter_expr = self.split_filters(split)[1]
         for runs in split.sections:
             if len(runs) == 1 and all(not f.delete_row_count and f.write_cols is None for f in runs[0]):
-                parts = [self.read_file(split, f, self.filter_expr, plain=True) for f in runs[0]]
-                out = _concat(parts, self.plain_schema).select(self.columns).cast(self.out_schema)
-            else:
-                out = self.finish(self.merged_section(split, runs, exact_sequence=False))
-            if out.num_rows:
-                yield out
+                for f in runs[0]:
+                    for part in self.slices(split, f, window_bytes or self.window_bytes):
+                        table = self.read_file(split, f, filter_expr, plain=True, row_groups=part)
+                        if table.num_rows:
+                            yield table.select(self.columns).cast(self.out_schema)
+                continue
+            for kv in self.merged_windows(split, runs, False, window_bytes):
+                out = self.finish(kv)
+                if out.num_rows:
+                    yield out
 
     def read_splits(self, splits: Iterable[Split], workers: int | None = None) -> Iterator[pa.Table]:
         """Visible rows of several splits, read by a thread pool, in split order.
 
-        At most ``2 * workers`` splits are in flight, so memory stays bounded for streaming scans.
+        At most ``workers`` splits are read at once, sharing one window budget, each one window ahead, so
+        memory stays bounded for streaming scans.
         """
         if isinstance(splits, Sequence) and len(splits) <= 1:
             for split in splits:
                 yield from self.read_split(split)
             return
         workers = workers or min(8, os.cpu_count() or 1)
-        pending: deque[Future[list[pa.Table]]] = deque()
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mergetable-read") as pool:
-            for split in splits:
-                pending.append(pool.submit(lambda s: list(self.read_split(s)), split))
-                if len(pending) >= 2 * workers:
-                    yield from pending.popleft().result()
-            while pending:
-                yield from pending.popleft().result()
+        share = max(1, self.window_bytes // workers)  # the workers share one window budget
+        yield from ordered_streams(splits, lambda split: self.read_split(split, share), workers, depth=1)
+
+    def batches(self, splits: Iterable[Split], workers: int | None = None) -> Iterator[pa.RecordBatch]:
+        """:meth:`read_splits` as record batches of at most ``read.batch-size`` rows."""
+        for table in self.read_splits(splits, workers):
+            yield from table.to_batches(max_chunksize=self.batch_size)
 
     def finish(self, kv: pa.Table) -> pa.Table:
         """Drop retracts, apply the exact filter, project to the user's columns."""
@@ -200,6 +288,15 @@ class SplitReader:
         if self.filter_expr is not None and kv.num_rows:
             kv = kv.filter(self.filter_expr)
         return kv.select(self.columns).cast(self.out_schema)
+
+
+def _whole(f: DataFileMeta, key_type: pa.DataType) -> RowGroupSlice:
+    """A whole file as one slice; its first key from the file's metadata where that is exact (ints, strings)."""
+    low = f.min_key[0] if f.min_key else None
+    exact = (pa.types.is_integer(key_type) and isinstance(low, int)) or (
+        (pa.types.is_string(key_type) or pa.types.is_large_string(key_type)) and isinstance(low, str)
+    )
+    return RowGroupSlice((), f.row_count, f.file_size, low if exact else None)
 
 
 def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:

@@ -50,7 +50,7 @@ def plan_request(
         start, end = resolve_range(snapshots, tags, request.incremental_between)
         return delta_splits(manifests, snapshots_between(snapshots, start, end), schema, dnf)
     snap = resolve_travel(snapshots, tags, request.travel)
-    return Planner(manifests, schema).plan(snap, dnf, request.split_size)
+    return Planner(manifests, schema, manifests.fileio).plan(snap, dnf, request.split_size)
 
 
 __all__ = ["plan_request", "resolve_travel"]

@@ -2,7 +2,8 @@
 
 Sections follow Paimon's IntervalPartition: files sorted by (min key, max key) are cut into sections
 whose key ranges do not overlap; inside a section, files are packed greedily into the fewest sorted
-runs. Only sections with more than one run need merging.
+runs. Only sections with more than one run need merging. A section larger than the split target is cut
+into key-range splits (:mod:`mergetable.read.key_ranges`) when the planner may read row-group statistics.
 """
 
 from __future__ import annotations
@@ -16,10 +17,15 @@ from typing import Any
 import pyarrow as pa
 
 from mergetable.commit.manifests import ManifestIO
+from mergetable.core.fileio import FileIO
 from mergetable.core.options import DEFAULT_SPLIT_SIZE
+from mergetable.core.paths import PathFactory
 from mergetable.core.predicates import Conjunct, candidate_buckets, comparable, may_match
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import DataFileMeta, ManifestEntry, Snapshot
+from mergetable.read.datafile import RowGroupSlice, row_group_stats
+from mergetable.read.key_ranges import KeyRange, cut_points, ranges_of, runs_in_range
+from mergetable.read.windows import windowable
 
 Partition = tuple[str | None, ...]
 Run = list[DataFileMeta]
@@ -35,6 +41,9 @@ class Split:
     bucket: int
     sections: tuple[tuple[tuple[DataFileMeta, ...], ...], ...]
     total_buckets: int = 1
+    key_range: KeyRange | None = None
+    """``[low, high)`` of the first key column this split reads (``None`` bounds: open), for a key-range
+    split of a large section; ``None``: every key of its files."""
 
     @property
     def files(self) -> list[DataFileMeta]:
@@ -95,11 +104,15 @@ def interval_partition(files: Sequence[DataFileMeta], cmp: KeyComparator) -> lis
 
 
 class Planner:
-    def __init__(self, manifests: ManifestIO, schema: TableSchema) -> None:
+    """Plans reads; with ``fileio``, sections above the split target become key-range splits."""
+
+    def __init__(self, manifests: ManifestIO, schema: TableSchema, fileio: FileIO | None = None) -> None:
         self.manifests = manifests
         self.schema = schema
         self.arrow = schema.arrow_schema
         self.key_types = [self.arrow.field(k).type for k in schema.trimmed_primary_keys]
+        keys = schema.trimmed_primary_keys
+        self.fileio = fileio if keys and windowable(schema.file_schema.field(keys[0]).type) else None
 
     @cached_property
     def comparator(self) -> KeyComparator:
@@ -163,8 +176,44 @@ class Planner:
         for (partition, bucket), group in sorted(by_bucket.items(), key=lambda kv: (_part_key(kv[0][0]), kv[0][1])):
             sections = interval_partition([e.file for e in group], self.comparator)
             total = group[0].total_buckets
-            splits.extend(_pack(snapshot.id, partition, bucket, total, sections, target_split_size))
+            for part in self._by_key_range(partition, bucket, sections, target_split_size):
+                if isinstance(part, tuple):
+                    splits.append(Split(snapshot.id, partition, bucket, (part[1],), total, part[0]))
+                else:
+                    splits.extend(_pack(snapshot.id, partition, bucket, total, part, target_split_size))
         return splits
+
+    def _by_key_range(
+        self, partition: Partition, bucket: int, sections: list[Section], target: int
+    ) -> list[list[Section] | tuple[KeyRange, tuple[tuple[DataFileMeta, ...], ...]]]:
+        """Runs of small sections to pack, and the key ranges of each section above ``target``."""
+        out: list[list[Section] | tuple[KeyRange, tuple[tuple[DataFileMeta, ...], ...]]] = []
+        small: list[Section] = []
+        fileio = self.fileio
+
+        def row_groups(f: DataFileMeta) -> list[RowGroupSlice]:
+            assert fileio is not None
+            path = PathFactory.for_table(fileio.root, self.schema).data_file(partition, bucket, f.file_name)
+            return row_group_stats(fileio, fileio.arrow_fs(), path, self.schema.trimmed_primary_keys[0])
+
+        for sec in sections:
+            cuts: list[Any] = []
+            if fileio is not None and sum(f.file_size for r in sec for f in r) > target:
+                cuts = cut_points(sec, target, row_groups)
+            if not cuts:
+                small.append(sec)
+                continue
+            if small:
+                out.append(small)
+                small = []
+            t = self.key_types[0]
+            for key_range in ranges_of(cuts):
+                runs = runs_in_range(sec, key_range, t)
+                if runs:
+                    out.append((key_range, runs))
+        if small:
+            out.append(small)
+        return out
 
 
 def _point_ranges(values: dict[str, Any]) -> Callable[[str], tuple[Any, Any] | None]:

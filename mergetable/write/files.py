@@ -86,18 +86,8 @@ def _write_file(
 
     Pages carry CRC checksums, which readers verify; encodings follow :mod:`mergetable.write.encoding`.
     """
-    dictionary, encodings = parquet_encodings(schema, rows.slice(start))
     with afs.open_output_stream(path) as sink:
-        writer = pq.ParquetWriter(
-            sink,
-            schema.file_schema,
-            compression=compression,
-            compression_level=level,
-            write_statistics=True,
-            use_dictionary=dictionary,
-            column_encoding=encodings,
-            write_page_checksum=True,
-        )
+        writer = parquet_writer(sink, schema, rows.slice(start), compression, level)
         end = start
         try:
             while end < rows.num_rows:
@@ -109,6 +99,32 @@ def _write_file(
         finally:
             writer.close()
         return end, sink.tell()
+
+
+def parquet_writer(
+    sink: pa.NativeFile,
+    schema: TableSchema,
+    sample: pa.Table,
+    compression: str | None = None,
+    level: int | None = None,
+) -> pq.ParquetWriter:
+    """The Parquet writer of a data file of ``schema`` whose first rows are ``sample`` (page checksums on;
+    encodings from :func:`parquet_encodings`; codec from the table's options unless given)."""
+    opts = schema.table_options
+    if compression is None:
+        compression = _PARQUET_COMPRESSION.get(opts.file_compression.lower(), opts.file_compression.lower())
+        level = opts.file_compression_level
+    dictionary, encodings = parquet_encodings(schema, sample)
+    return pq.ParquetWriter(
+        sink,
+        schema.file_schema,
+        compression=compression,
+        compression_level=level,
+        write_statistics=True,
+        use_dictionary=dictionary,
+        column_encoding=encodings,
+        write_page_checksum=True,
+    )
 
 
 def _file_meta(

@@ -1,0 +1,76 @@
+"""Several streams produced by a thread pool and consumed one after another, with bounded look-ahead.
+
+Each item's stream is produced by one worker thread into a small queue; the consumer drains the streams in
+item order. At most ``workers`` streams are open at once and each runs at most ``depth`` results ahead of
+the consumer, so memory stays bounded however large a stream is. pyarrow releases the GIL while it decodes,
+so the workers use every core. Closing the consumer stops the producers at their next result.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+_DONE = object()
+_POLL_SECONDS = 0.05
+
+
+class _Failed:
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+def ordered_streams(
+    items: Iterable[T], produce: Callable[[T], Iterator[R]], workers: int, depth: int = 2
+) -> Iterator[R]:
+    """Everything ``produce(item)`` yields, for every item in order, produced by ``workers`` threads."""
+    stop = threading.Event()
+
+    def put(q: queue.Queue[Any], value: Any) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(value, timeout=_POLL_SECONDS)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def run(item: T, q: queue.Queue[Any]) -> None:
+        try:
+            for result in produce(item):
+                if not put(q, result):
+                    return
+        except BaseException as exc:  # handed to the consumer, which raises it
+            put(q, _Failed(exc))
+            return
+        put(q, _DONE)
+
+    def drain(q: queue.Queue[Any]) -> Iterator[R]:
+        while True:
+            value = q.get()
+            if value is _DONE:
+                return
+            if isinstance(value, _Failed):
+                raise value.error
+            yield value
+
+    open_streams: deque[queue.Queue[Any]] = deque()
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mergetable-read") as pool:
+        try:
+            for item in items:
+                q: queue.Queue[Any] = queue.Queue(maxsize=depth)
+                pool.submit(run, item, q)
+                open_streams.append(q)
+                if len(open_streams) >= workers:
+                    yield from drain(open_streams.popleft())
+            while open_streams:
+                yield from drain(open_streams.popleft())
+        finally:
+            stop.set()

@@ -1,0 +1,123 @@
+"""Cutting a section's sorted runs into key windows, so a merge holds a few row groups per run, not a bucket.
+
+Every run of a section is read row-group slice by row-group slice (:func:`group_slices`), in key order.
+A window ends at a bound ``b`` on the first key column: the smallest last key among the runs' buffered
+rows. Before the window is cut, every run loads its next slices while their smallest first key (Parquet
+row-group statistics) is ``<= b``, so each run then holds all its rows with a first key ``<= b``; the
+window takes exactly those rows of every run. Records of one key share the first key column, so a key is
+never split between two windows, and windows come in key order: merging window after window gives the
+same rows, in the same order, as merging the whole section.
+
+The bound is compared with statistics only for first key columns whose Parquet statistics order as Arrow
+sorts them (integers, strings, dates); for other types no statistic is used and a section is one window.
+A missing or truncated statistic only makes a run load earlier (never later) than needed.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from mergetable.metadata.models import DataFileMeta
+from mergetable.read.datafile import RowGroupSlice
+
+Load = Callable[[DataFileMeta, RowGroupSlice], pa.Table]
+Piece = tuple[DataFileMeta, pa.Table]
+
+
+def windowable(t: pa.DataType) -> bool:
+    """Whether Parquet statistics of a first key column of type ``t`` can bound windows."""
+    return pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_date32(t)
+
+
+@dataclass
+class RunCursor:
+    """One sorted run: the row-group slices still to read, and the rows read but not yet merged."""
+
+    pending: deque[tuple[DataFileMeta, RowGroupSlice]]
+    buffer: list[Piece] = field(default_factory=list)
+
+    def load_next(self, load: Load) -> None:
+        f, s = self.pending.popleft()
+        table = load(f, s)
+        if table.num_rows:
+            self.buffer.append((f, table))
+
+    def fill(self, load: Load) -> None:
+        """Read slices until some rows are buffered or the run is exhausted."""
+        while not self.buffer and self.pending:
+            self.load_next(load)
+
+    def load_through(self, load: Load, bound: Any) -> None:
+        """Read every slice that may hold a first key ``<= bound``."""
+        while self.pending and not _above(self.pending[0][1].min_key, bound):
+            self.load_next(load)
+
+    def take_through(self, key: str, bound: Any) -> list[Piece]:
+        """Remove and return the buffered rows whose first key is ``<= bound`` (in key order)."""
+        out: list[Piece] = []
+        while self.buffer:
+            f, table = self.buffer[0]
+            n = _count_through(table.column(key), bound)
+            if n == table.num_rows:
+                out.append(self.buffer.pop(0))
+                continue
+            if n:
+                out.append((f, table.slice(0, n)))
+                self.buffer[0] = (f, table.slice(n))
+            break
+        return out
+
+
+def _above(low: Any, bound: Any) -> bool:
+    """Whether a statistic proves a slice starts above ``bound`` (unknown or incomparable: it does not)."""
+    try:
+        return low is not None and bool(low > bound)
+    except TypeError:
+        return False
+
+
+def _count_through(col: pa.ChunkedArray, bound: Any) -> int:
+    """Rows of an ascending column that are ``<= bound``."""
+    if pa.types.is_integer(col.type):
+        values = col.combine_chunks().to_numpy() if col.num_chunks != 1 else col.chunk(0).to_numpy()
+        return int(np.searchsorted(values, bound, side="right"))
+    return int(pc.sum(pc.less_equal(col, pa.scalar(bound, col.type))).as_py() or 0)
+
+
+def windows(cursors: Sequence[RunCursor], key: str, load: Load, bounded: bool) -> Iterator[list[Piece]]:
+    """The rows of all runs, window by window (see the module docstring); ``bounded=False``: one window."""
+    if not bounded:
+        pieces: list[Piece] = []
+        for c in cursors:
+            while c.pending:
+                c.load_next(load)
+            pieces.extend(c.buffer)
+            c.buffer = []
+        if pieces:
+            yield pieces
+        return
+    while True:
+        for c in cursors:
+            c.fill(load)
+        active = [c for c in cursors if c.buffer]
+        if not active:
+            return
+        lasts = [c.buffer[-1][1].column(key)[-1].as_py() for c in active]
+        if any(v is None for v in lasts):  # a null key orders nowhere: the rest is one window
+            yield from windows(cursors, key, load, False)
+            return
+        bound = min(lasts)
+        for c in cursors:
+            c.load_through(load, bound)
+        out = [p for c in cursors for p in c.take_through(key, bound)]
+        if not out:  # rows out of key order (never written so): the rest, merged as one window, is still exact
+            yield from windows(cursors, key, load, False)
+            return
+        yield out

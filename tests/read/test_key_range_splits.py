@@ -1,0 +1,95 @@
+"""Key-range splits of large sections: disjoint, covering, every run cut at the same keys, same rows."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import mergetable as mt
+import mergetable.read.reader as reader_module
+import mergetable.write.files as files
+
+op = st.tuples(st.integers(0, 80), st.integers(0, 2), st.one_of(st.none(), st.integers(-9, 9)), st.booleans())
+
+
+@pytest.fixture(autouse=True)
+def tiny_row_groups(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(files, "ROW_GROUP_ROWS", 4)
+    monkeypatch.setattr(reader_module, "WINDOW_BYTES", 1)  # files read row group by row group
+    yield
+
+
+def build(
+    root: str, key_type: pa.DataType, composite: bool, commits: list[list[tuple[int, int, Any, bool]]]
+) -> mt.Table:
+    schema = pa.schema([("k", key_type), ("j", pa.int32()), ("v", pa.int64())])
+    t = mt.create_table(root, schema, ["k", "j"] if composite else ["k"], options={"write-only": "true", "bucket": "2"})
+    for ops in commits:
+        rows = pa.table(
+            {
+                "k": [o[0] if pa.types.is_integer(key_type) else f"k{o[0]:02d}" for o in ops],
+                "j": [o[1] if composite else 0 for o in ops],
+                "v": [o[2] for o in ops],
+            },
+            schema=schema,
+        )
+        t.write(rows, row_kind=["-D" if o[3] else "+I" for o in ops])
+    return t
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    commits=st.lists(st.lists(op, min_size=1, max_size=40), min_size=1, max_size=6),
+    key_type=st.sampled_from([pa.int32(), pa.string()]),
+    composite=st.booleans(),
+    target=st.sampled_from([1, 300, 1500]),
+)
+def test_key_range_splits_are_disjoint_covering_and_read_the_same_rows(
+    commits: list[list[tuple[int, int, Any, bool]]], key_type: pa.DataType, composite: bool, target: int
+) -> None:
+    with tempfile.TemporaryDirectory() as root:
+        t = build(f"{root}/t", key_type, composite, commits)
+        whole = t.plan()
+        assert all(s.key_range is None for s in whole)
+        splits = t.plan(target_split_size=target)
+        by_bucket: dict[int, list[Any]] = {}
+        for s in splits:
+            by_bucket.setdefault(s.bucket, []).append(s)
+        for bucket, parts in by_bucket.items():
+            # the ranges of a cut section follow each other: open below, each high the next low, open above
+            previous_high: Any = None
+            inside = False
+            for s in parts:
+                if s.key_range is None:
+                    assert not inside
+                    continue
+                low, high = s.key_range
+                assert low == previous_high if inside else low is None
+                assert low is None or high is None or low < high
+                inside, previous_high = high is not None, high
+            assert not inside
+            # every file of the bucket is read by some split
+            assert {f.file_name for s in parts for f in s.files} == {
+                f.file_name for s in whole if s.bucket == bucket for f in s.files
+            }
+        reader = t.split_reader()
+        expected = pa.Table.from_batches(list(reader.batches(whole)), t.schema)
+        got = pa.Table.from_batches(list(reader.batches(splits)), t.schema)
+        assert got.equals(expected)
+        assert t.count() == expected.num_rows
+        filtered = t.split_reader(filter=[("v", ">", 0)])
+        want = pa.Table.from_batches(list(filtered.batches(whole)), t.schema)
+        assert pa.Table.from_batches(list(filtered.batches(splits)), t.schema).equals(want)
+
+
+def test_a_large_bucket_is_read_by_several_splits(tmp_path: Any) -> None:
+    t = build(str(tmp_path / "t"), pa.int64(), False, [[(k, 0, r, False) for k in range(r, 80, 3)] for r in range(3)])
+    splits = t.plan(target_split_size=400)
+    assert sum(1 for s in splits if s.key_range is not None) > 2
+    assert pa.Table.from_batches(list(t.split_reader().batches(splits)), t.schema).equals(t.read())
