@@ -21,7 +21,7 @@ from mergetable.core.predicates import Conjunct
 from mergetable.read.scan import Split
 from mergetable.spark.filters import and_dnf, split_filters
 from mergetable.spark.options import DEFAULT_BATCH_SIZE
-from mergetable.spark.types import conform_for_spark, spark_arrow_schema
+from mergetable.spark.types import spark_arrow_schema, spark_batches
 from mergetable.table import Table
 
 _PUSHDOWN_WORKER = "data_source_pushdown_filters.py"
@@ -93,8 +93,7 @@ class MergeTableReader(DataSourceReader):
             return
         reader = self.table.split_reader(self.columns, self.dnf)
         for table in reader.read_split(split):
-            out = conform_for_spark(table, self.target).combine_chunks()  # few, large batches for Spark
-            yield from out.to_batches(max_chunksize=self.batch_size)
+            yield from spark_batches(table, self.target, self.batch_size)
 
 
 class PushdownMergeTableReader(MergeTableReader):
