@@ -1,4 +1,5 @@
-"""Batch reading: one Spark partition per split, merge-on-read in the Python workers, Arrow batches out.
+"""Batch reading: splits packed into Spark partitions (see :mod:`mergetable.spark.packing`), merged in the
+Python workers, Arrow batches out.
 
 :class:`MergeTableReader` never overrides ``pushFilters``, so it works whatever
 ``spark.sql.python.filterPushdown.enabled`` is (Spark filters the rows). :class:`PushdownMergeTableReader`
