@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-_TABLE_EXAMPLES = ("mergetable.table.", "mergetable.commit.store.")
+_TABLE_EXAMPLES = ("mergetable.table.", "mergetable.commit.store.", "mergetable.commit.alter.")
 
 
 @pytest.fixture(autouse=True)

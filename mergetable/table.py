@@ -403,9 +403,21 @@ class Table(TableStore, ChangeData, DataViews):
             2
         """
         request = ReadRequest.of(columns, filter, **args)
+        travelled = self._as_committed(request)
+        if travelled is not None:
+            return travelled.scan(columns, filter, **args)
         reader = self.split_reader(request.columns, request.filter)
         tables = reader.read_splits(self._plan(request))
         return pa.RecordBatchReader.from_batches(reader.out_schema, (b for t in tables for b in t.to_batches()))
+
+    def _as_committed(self, request: ReadRequest) -> Table | None:
+        """This table with the schema a time-travel read's snapshot was committed with, if that is another."""
+        if not request.travel.given:
+            return None
+        snap = resolve_travel(self._snapshots, self._tags, request.travel)
+        if snap is None or snap.schema_id == self.table_schema.id:
+            return None
+        return Table(self.fileio, SchemaManager(self.fileio).schema(snap.schema_id))
 
     def count(self, filter: Filters | None = None, **args: Unpack[ReadArgs]) -> int:
         """The number of merged rows (matching ``filter``) of a snapshot, from file metadata where it can."""

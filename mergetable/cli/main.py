@@ -3,6 +3,7 @@
     mergetable compact URI [--full] [--partition k=v[,k=v]]...
     mergetable describe | snapshots | files | read | changelog | tags | consumers | expire | orphans URI ...
     mergetable rollback URI --snapshot N | --tag T
+    mergetable alter URI add-column | drop-column | rename-column | change-type | set-option | unset-option ...
 
 Every command takes ``--json`` (machine-readable output) and ``--storage-option k=v`` (repeatable, passed
 to fsspec, e.g. ``endpoint_url=http://…``). Errors print one line on stderr and exit with status 1
@@ -19,6 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from mergetable.cli import alter
 from mergetable.cli.output import Output, timestamp
 from mergetable.compaction.job import Progress
 from mergetable.core.errors import MergeTableError
@@ -103,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="only list them")
     p.add_argument("--force", action="store_true", help="allow a cutoff younger than 1 day (commits in flight!)")
     p.set_defaults(run=_orphans)
+    alter.register(sub, common)
     return parser
 
 

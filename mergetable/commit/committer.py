@@ -220,7 +220,7 @@ class Committer:
         next_seq: int,
     ) -> Snapshot | None:
         opts = self.options
-        sid = self.schema.id
+        sid = max(self.schema.id, latest.schema_id if latest else 0)  # a schema change is never undone
         base = self._merged_base(latest, sid, attempt)
         delta_metas = self.manifests.write_manifests(delta, sid, opts.manifest_target_file_size)
         attempt.written += [m.file_name for m in delta_metas]

@@ -1,11 +1,16 @@
-"""Schema files: creating a table's first schema, finding its newest one."""
+"""Schema files: creating a table's first schema, finding its newest one, committing schema changes."""
 
 from __future__ import annotations
 
-from mergetable.core.errors import CorruptMetadataError, MergeTableError
+from collections.abc import Sequence
+
+from mergetable.commit.snapshots import SnapshotManager
+from mergetable.core.errors import CorruptMetadataError, MergeTableError, TableNotFoundError
+from mergetable.core.evolution import SchemaChange, apply_changes
 from mergetable.core.fileio import FileIO
 from mergetable.core.paths import PathFactory
 from mergetable.core.schema import TableSchema
+from mergetable.merge import validate_merge_options
 
 
 class SchemaManager:
@@ -27,6 +32,43 @@ class SchemaManager:
     def create(self, schema: TableSchema) -> bool:
         """Store ``schema`` as schema 0 unless one exists (atomic). True if this call created the table."""
         return self.fileio.write_if_absent(self.paths.schema_file(0), schema.to_json().encode())
+
+    def schema(self, schema_id: int) -> TableSchema:
+        """The stored schema ``schema_id``.
+
+        Raises:
+            CorruptMetadataError: The schema file is missing or cannot be parsed.
+        """
+        path = self.paths.schema_file(schema_id)
+        try:
+            data = self.fileio.read_bytes(path)
+        except FileNotFoundError:
+            raise CorruptMetadataError(path, "schema file is missing (a data file or snapshot references it)") from None
+        return TableSchema.from_json(data, path)
+
+    def commit_changes(self, changes: Sequence[SchemaChange]) -> TableSchema:
+        """Apply ``changes`` to the newest schema and publish the result as the next ``schema-<id>``.
+
+        Published with create-if-absent, as snapshots are: when a concurrent change takes the id first, the
+        changes are applied again to that newer schema (so they are checked against it). Writers that
+        prepared files under an older schema still commit: readers project their files by field id.
+
+        Raises:
+            TableNotFoundError: There is no table.
+            SchemaChangeError, ImmutableOptionError, OptionsError, SchemaError: A change is refused; no
+                file is written.
+        """
+        has_snapshots = SnapshotManager(self.fileio).latest_id() is not None
+        while True:
+            latest = self.latest()
+            if latest is None:
+                raise TableNotFoundError(f"no mergetable table at {self.fileio.uri}")
+            new = apply_changes(latest, list(changes), has_snapshots)
+            validate_merge_options(new)
+            if new.model_dump(exclude={"id", "time_millis"}) == latest.model_dump(exclude={"id", "time_millis"}):
+                return latest
+            if self.fileio.write_if_absent(self.paths.schema_file(new.id), new.to_json().encode()):
+                return new
 
     def latest(self) -> TableSchema | None:
         """The newest schema with its options validated (None: there is no table).

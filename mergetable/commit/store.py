@@ -13,6 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from mergetable.commit.alter import TableAlter
 from mergetable.commit.maintenance import ExpireResult, expire_snapshots, remove_orphan_files
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.rollback import RollbackResult, expire_tags, retained_ms, rollback_to
@@ -130,6 +131,25 @@ class TableStore:
             2
         """
         return self.latest_snapshot_id()
+
+    @property
+    def alter(self) -> TableAlter:
+        """Schema evolution and option changes, each one atomic commit of a new schema (``docs/evolution.md``).
+
+        This object then reads and writes with the new schema; files written under older schemas are read
+        into it by field id.
+
+        Example:
+            >>> t.alter.rename_column("v", "name").column_names
+            ('id', 'name')
+            >>> t.schema.names, t.read().to_pydict()
+            (['id', 'name'], {'id': [1, 2], 'name': ['a', 'B']})
+        """
+        return TableAlter(self.fileio, self._use_schema)
+
+    def _use_schema(self, schema: TableSchema) -> None:
+        self.table_schema = schema
+        self._merge_function = None
 
     @property
     def merge_function(self) -> MergeFunction:

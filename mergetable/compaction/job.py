@@ -26,6 +26,7 @@ from typing import Any
 from mergetable.commit.committer import Committer
 from mergetable.commit.discard import discard_uncommitted
 from mergetable.commit.manifests import ManifestIO
+from mergetable.commit.schemas import SchemaManager
 from mergetable.commit.snapshots import SnapshotManager
 from mergetable.compaction.compaction import BucketCompactor
 from mergetable.core.errors import (
@@ -38,7 +39,7 @@ from mergetable.core.fileio import FileIO
 from mergetable.core.model import JsonModel
 from mergetable.core.options import ChangelogProducer
 from mergetable.core.schema import TableSchema
-from mergetable.merge import MergeFunction
+from mergetable.merge import MergeFunction, create_merge_function
 from mergetable.metadata.models import CommitKind, CommitMessage, DataFileMeta, ManifestEntry, Snapshot
 from mergetable.read.incremental import bucket_order
 
@@ -187,6 +188,8 @@ class CompactionJob:
         for attempt in range(1, attempts + 1):
             latest = self.snapshots.latest()
             buckets = {b: es for b, es in self.buckets(latest).items() if select(b)}
+            if self._adopt_newer_schema(buckets.values()):
+                committer = Committer(self.fileio, self.schema, committer.commit_user)
             self._drop_stale(kept, buckets)
             todo = [buckets[b] for b in sorted(buckets, key=bucket_order) if b not in kept]
             plans = [p for p in (self.plan(es, full) for es in todo) if p is not None]
@@ -215,6 +218,19 @@ class CompactionJob:
             f"compaction gave up after {attempts} attempts, each conflicting with a concurrent commit "
             f"(nothing was changed): {last_error}"
         )
+
+    def _adopt_newer_schema(self, buckets: Iterable[list[ManifestEntry]]) -> bool:
+        """Compact into the newest schema when a file was written with a newer one than this job's (a job
+        opened before a schema change must not drop the columns added since). True if the schema changed."""
+        if all(e.file.schema_id <= self.schema.id for es in buckets for e in es):
+            return False
+        schema = SchemaManager(self.fileio).latest()
+        if schema is None or schema.id <= self.schema.id:
+            return False
+        self.schema, self.options = schema, schema.table_options
+        self.merge_function = create_merge_function(schema)
+        self.compactor = BucketCompactor(self.fileio, schema, self.merge_function)
+        return True
 
     def _drop_stale(
         self,

@@ -23,6 +23,14 @@ class SchemaError(MergeTableError, ValueError):
         super().__init__(message if column is None else f"column '{column}': {message}")
 
 
+class SchemaChangeError(SchemaError):
+    """A schema change (``Table.alter``, ``mergeSchema``) breaks a rule of schema evolution; the column is named."""
+
+
+class ImmutableOptionError(OptionsError):
+    """A table option that cannot change once the table holds data was set or unset; the reason is given."""
+
+
 class FilterError(SchemaError):
     """A filter literal cannot be coerced to its column's type (or a filter is malformed)."""
 
@@ -117,10 +125,12 @@ __all__ = [
     "CorruptMetadataError",
     "DataFileError",
     "FilterError",
+    "ImmutableOptionError",
     "MergeError",
     "MergeTableError",
     "MissingExtraError",
     "OptionsError",
+    "SchemaChangeError",
     "SchemaError",
     "SnapshotExpiredError",
     "SnapshotNotFoundError",

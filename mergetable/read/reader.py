@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from mergetable.commit.schemas import SchemaManager
 from mergetable.core.fileio import FileIO
 from mergetable.core.filters import to_expression
 from mergetable.core.paths import PathFactory
@@ -27,6 +28,7 @@ from mergetable.merge.base import WRITE_MASK, drop_write_mask, with_write_mask
 from mergetable.metadata.models import DataFileMeta
 from mergetable.read.datafile import read_data_file
 from mergetable.read.order import effective_sequence, oldest_first, sequence_ordered
+from mergetable.read.projection import FileProjection
 from mergetable.read.scan import Split
 
 
@@ -71,6 +73,32 @@ class SplitReader:
         self.plain_columns = [c for c in fs.names if c in plain]
         self.unsequenced_columns = [c for c in self.read_columns if c != SEQUENCE_NUMBER]
         self.plain_schema = pa.schema([fs.field(c) for c in self.plain_columns])
+        self._projections: dict[int, FileProjection] = {}
+
+    def __getstate__(self) -> dict[str, object]:
+        return {**self.__dict__, "_projections": {}}
+
+    def projection(self, schema_id: int) -> FileProjection | None:
+        """How files of ``schema_id`` are read into this reader's schema (None: as they are)."""
+        if schema_id == self.schema.id:
+            return None
+        p = self._projections.get(schema_id)
+        if p is None:
+            p = FileProjection(SchemaManager(self.fileio).schema(schema_id), self.schema)
+            self._projections[schema_id] = p
+        return None if p.identity else p
+
+    def _read_columns(
+        self, path: str, f: DataFileMeta, columns: Sequence[str], filter_expr: pc.Expression | None
+    ) -> pa.Table:
+        """``columns`` (reading names) of one file, projected by field id when it has another schema."""
+        p = self.projection(f.schema_id)
+        if p is None:
+            return read_data_file(self.fileio, self.afs, path, f, columns, filter_expr, self.row_group_pruning)
+        table = read_data_file(self.fileio, self.afs, path, f, p.file_columns(columns), None)
+        fs = self.schema.file_schema
+        table = p.project(table, pa.schema([fs.field(c) for c in columns]))
+        return table if filter_expr is None else table.filter(filter_expr)
 
     # -- files ----------------------------------------------------------------------------------
     def read_file(
@@ -87,7 +115,7 @@ class SplitReader:
         columns, schema = (self.plain_columns, self.plain_schema) if plain else (self.read_columns, self.read_schema)
         if not plain and not sequenced:
             columns = self.unsequenced_columns
-        table = read_data_file(self.fileio, self.afs, path, f, columns, filter_expr, self.row_group_pruning)
+        table = self._read_columns(path, f, columns, filter_expr)
         if not plain and not sequenced:
             seq = pa.array(np.full(table.num_rows, f.max_sequence_number, dtype=np.int64))
             table = table.append_column(SEQUENCE_NUMBER, seq).select(self.read_columns)
@@ -96,7 +124,8 @@ class SplitReader:
         if not table.schema.equals(schema):
             table = table.cast(schema)
         if f.write_cols is not None and not plain:
-            table = with_write_mask(table, self.schema, f.write_cols)
+            p = self.projection(f.schema_id)
+            table = with_write_mask(table, self.schema, p.written_names(f.write_cols) if p else f.write_cols)
         return table
 
     # -- sections -------------------------------------------------------------------------------

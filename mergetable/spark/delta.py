@@ -24,6 +24,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from mergetable.commit.rollback import RollbackResult
 from mergetable.core.errors import MergeError, MergeTableError, OptionsError, SchemaError
 from mergetable.metadata.models import Snapshot
 from mergetable.spark.compact import compact
@@ -180,6 +181,14 @@ class MergeTable:
             ts = timestamp if isinstance(timestamp, datetime.datetime) else _parse(timestamp)
             ms = int(ts.timestamp() * 1000)
         return self.table.restore(timestamp_ms=ms)
+
+    def rollbackTo(self, version: int | str) -> RollbackResult:
+        """Paimon's rollback (not Delta's restore): snapshot ``version`` (an id, or a tag name) becomes the
+        latest again and every later snapshot and tag is removed (:meth:`mergetable.Table.rollback_to`)."""
+        text = str(version).strip()
+        if not text.isdigit() or (isinstance(version, str) and text in self.table.tags()):
+            return self.table.rollback_to(tag=text)
+        return self.table.rollback_to(snapshot_id=int(text))
 
     # -- maintenance ----------------------------------------------------------------------------------
     def optimize(self) -> OptimizeBuilder:

@@ -13,6 +13,10 @@ these come as write options (Spark lower-cases their keys):
   Delta's constraint check does.
 * ``caseSensitive`` = ``false`` (Spark's default for ``spark.sql.caseSensitive``): data columns match table
   columns whatever their case; ``true`` matches them exactly.
+* ``mergeSchema`` = ``true`` (Delta's): columns of the data that the table lacks are added to it (one schema
+  commit before the data is written) and wider input types widen the table's. Paimon's ``write.merge-schema``
+  adds the columns; its ``write.merge-schema.type-widening`` also widens; ``write.merge-schema.explicit-cast``
+  (lossy changes) is refused.
 """
 
 from __future__ import annotations
@@ -26,7 +30,12 @@ from mergetable.core.errors import OptionsError, SchemaError, UnsupportedError
 PARTITION_OVERWRITE_MODE = "partitionoverwritemode"
 REPLACE_WHERE = "replacewhere"
 CASE_SENSITIVE = "casesensitive"
-MODE_KEYS = frozenset({PARTITION_OVERWRITE_MODE, REPLACE_WHERE, CASE_SENSITIVE})
+MERGE_SCHEMA, PAIMON_MERGE_SCHEMA = "mergeschema", "write.merge-schema"
+TYPE_WIDENING, EXPLICIT_CAST = "write.merge-schema.type-widening", "write.merge-schema.explicit-cast"
+MODE_KEYS = frozenset(
+    {PARTITION_OVERWRITE_MODE, REPLACE_WHERE, CASE_SENSITIVE, MERGE_SCHEMA, PAIMON_MERGE_SCHEMA, TYPE_WIDENING}
+    | {EXPLICIT_CAST}
+)
 _EQUALITY = re.compile(r"^\s*`?([^`=\s]+)`?\s*=\s*(?:'((?:[^']|'')*)'|\"([^\"]*)\"|([^\s'\"]+))\s*$")
 
 
@@ -35,6 +44,10 @@ class WriteMode:
     overwrite: bool | dict[str, str] = False
     option_overrides: dict[str, str] = field(default_factory=dict)
     case_sensitive: bool = False
+    merge_schema: bool = False
+    """Add the data's new columns to the table before writing."""
+    widen_types: bool = False
+    """With ``merge_schema``: also widen table columns to wider input types."""
 
 
 def parse_replace_where(text: str, partition_keys: Sequence[str]) -> dict[str, str]:
@@ -75,7 +88,27 @@ def parse_write_mode(options: Mapping[str, str], overwrite: bool, partition_keys
         if not partition_keys:
             raise UnsupportedError("replaceWhere on an unpartitioned table: use mode('overwrite') or MergeTable.delete")
         target = parse_replace_where(opts[REPLACE_WHERE], partition_keys)
-    return WriteMode(target, overrides, case == "true")
+    merge, widen = _merge_schema(opts)
+    return WriteMode(target, overrides, case == "true", merge, widen)
+
+
+def _flag(opts: Mapping[str, str], key: str, name: str) -> bool:
+    value = opts.get(key, "false").strip().lower()
+    if value not in ("true", "false"):
+        raise OptionsError(name, f"must be true or false, got '{value}'")
+    return value == "true"
+
+
+def _merge_schema(opts: Mapping[str, str]) -> tuple[bool, bool]:
+    """(merge the schema, widen types) from Delta's ``mergeSchema`` and Paimon's ``write.merge-schema*``."""
+    delta = _flag(opts, MERGE_SCHEMA, "mergeSchema")
+    paimon = _flag(opts, PAIMON_MERGE_SCHEMA, PAIMON_MERGE_SCHEMA)
+    widening = _flag(opts, TYPE_WIDENING, TYPE_WIDENING)
+    if _flag(opts, EXPLICIT_CAST, EXPLICIT_CAST):
+        raise UnsupportedError(
+            f"{EXPLICIT_CAST}: lossy column type changes are not supported (only widening, see docs/evolution.md)"
+        )
+    return delta or paimon, delta or (paimon and widening)
 
 
 def case_renames(columns: Sequence[str], table_columns: Sequence[str], case_sensitive: bool) -> dict[str, str]:

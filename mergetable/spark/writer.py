@@ -40,8 +40,9 @@ from mergetable.core.schema import TableSchema
 from mergetable.core.txn import Txn
 from mergetable.merge import validate_merge_options
 from mergetable.metadata.models import CommitMessage
+from mergetable.spark.merge_schema import data_schema, evolve_for_write
 from mergetable.spark.options import WriteOptions
-from mergetable.spark.types import arrow_schema_of, check_write_schema
+from mergetable.spark.types import arrow_schema_of, check_write_schema, spark_arrow_schema
 from mergetable.spark.write_modes import case_renames, parse_write_mode
 from mergetable.table import Table, create_table, open_table, table_exists
 
@@ -150,6 +151,8 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
         overrides = wo.check_against(table.table_options, table.primary_key, table.partition_keys)
         mode = parse_write_mode(options, overwrite, table.partition_keys)
         renames = case_renames([c for c in columns if c not in ignore], table.schema.names, mode.case_sensitive)
+        if mode.merge_schema:
+            evolve_for_write(table, spark_arrow_schema(_renamed(data_schema(schema, ignore), renames)), mode)
         partial = table.table_options.merge_engine is MergeEngine.PARTIAL_UPDATE
         present = check_write_schema(_renamed(schema, renames), table.schema, table.primary_key, partial, ignore)
         return WriteJob(
