@@ -1,15 +1,23 @@
-"""Spark data source speed against Spark's native Parquet source, measured in one run (local[2]).
+"""Spark data source speed against Spark's native Parquet source on the same data, measured in one run (local[2]).
 
-* read: ``spark.read.format("mergetable")`` of a compacted table vs ``spark.read.parquet`` of the same data
-  files; the query touches every user column (``count``, ``sum(id)``, ``sum(v)``, ``max(length(s))``), so
-  native Parquet cannot win by pruning columns the Python data source API cannot prune (target >= 0.8x).
-* write: ``df.write.format("mergetable")`` of a new table vs ``df.write.parquet`` of the same DataFrame
-  (target >= 0.5x).
+Every goal is printed through :func:`goals.report` as mergetable time / native time (lower is better):
 
-Each figure is the best of 3 after a warm-up run, native and mergetable runs alternating. A ratio is
-native time / mergetable time (1.0 = as fast).
+* compacted read: ``spark.read.format("mergetable")`` of a compacted table vs ``spark.read.parquet`` of the
+  same rows; the query touches every user column (``count``, ``sum(id)``, ``sum(v)``, ``max(length(s))``),
+  so native Parquet cannot win by pruning columns the Python data source API (4.3) cannot prune;
+* merged read: a table with 8 sorted runs per bucket vs the native scan of the same rows (all runs);
+* ``count()`` of the compacted table vs native ``count()``;
+* partition-filtered and key-filtered reads (``p = 'p3'``, ``id = <k>``) vs native reads of a
+  ``partitionBy("p")`` copy with the same filter, through a ``where()`` on the DataFrame (Spark's filter
+  pushdown) and through the ``filter`` read option;
+* writes: ``df.write.format("mergetable")`` and ``mergetable.spark.write`` vs ``df.write.parquet``;
+* the peak resident memory of Spark's Python workers (their ``VmHWM`` in ``/proc``, polled while the
+  benchmark runs).
 
-Run: ``python benchmarks/bench_spark.py [--rows 2000000]``.
+Each figure is the best of 3 after a warm-up run, native and mergetable runs alternating, so a change in the
+machine's load hits both alike.
+
+Run: ``python benchmarks/bench_spark.py [--rows 5000000]``.
 """
 
 from __future__ import annotations
@@ -19,16 +27,22 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from goals import report
+
 import mergetable as mt
 
 QUIET_LOG4J = Path(__file__).resolve().parent.parent / "tests" / "spark" / "log4j2-quiet.properties"
-READ_TARGET = 0.8
-WRITE_TARGET = 0.5
+TARGETS = {"compacted": 1.2, "merged": 1.5, "count": 1.5, "filtered": 1.5, "write": 1.3, "worker_mb": 1024.0}
+PARTITIONS = 8
+RUNS = 8
 
 
 def session() -> Any:
@@ -49,11 +63,55 @@ def session() -> Any:
     )
 
 
-def best_pair(native: Callable[[], Any], ours: Callable[[], Any], repeat: int = 3) -> tuple[float, float]:
-    """Best wall times of ``repeat`` runs of each, after a warm-up run of each.
+class WorkerMemory:
+    """Polls the peak RSS (``VmHWM``) of this run's Spark Python workers (descendants of this process)."""
 
-    The runs alternate (native, ours, native, ours, ...) so that a change in machine load hits both alike.
-    """
+    def __init__(self, interval: float = 0.2) -> None:
+        self.peak_kb = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(interval,), daemon=True)
+
+    def __enter__(self) -> WorkerMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.poll()
+
+    def _run(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            self.poll()
+
+    def poll(self) -> None:
+        children: dict[int, list[int]] = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    stat = Path(f"/proc/{entry}/stat").read_text()
+                except OSError:  # the process ended
+                    continue
+                ppid = int(stat.rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(entry))
+        todo, mine = [os.getpid()], []
+        while todo:  # only this benchmark's own JVM and its Python workers
+            pid = todo.pop()
+            mine.append(pid)
+            todo.extend(children.get(pid, []))
+        for pid in mine:
+            try:
+                if b"pyspark" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    continue
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        self.peak_kb = max(self.peak_kb, int(line.split()[1]))
+            except OSError:
+                continue
+
+
+def best_pair(native: Callable[[], Any], ours: Callable[[], Any], repeat: int = 3) -> tuple[float, float]:
+    """Best wall times of ``repeat`` alternating runs of each, after a warm-up run of each."""
     native()
     ours()
     times: tuple[list[float], list[float]] = ([], [])
@@ -65,12 +123,14 @@ def best_pair(native: Callable[[], Any], ours: Callable[[], Any], repeat: int = 
     return min(times[0]), min(times[1])
 
 
-def frame(spark: Any, rows: int) -> Any:
-    """``rows`` rows of (id BIGINT, v DOUBLE, s STRING), generated by Spark."""
+def frame(spark: Any, rows: int, start: int = 0, step: int = 1) -> Any:
+    """``rows`` rows of (id BIGINT, p STRING, v DOUBLE, s STRING), ids ``start, start+step, ...``."""
     from pyspark.sql import functions as F
 
-    return spark.range(rows).select(
+    ids = spark.range(rows).select((F.col("id") * step + start).alias("id"))
+    return ids.select(
         F.col("id"),
+        F.concat(F.lit("p"), (F.col("id") % PARTITIONS).cast("string")).alias("p"),
         (F.col("id") * 0.37 % 1000).alias("v"),
         F.concat(F.lit("val-"), (F.col("id") % 100_000).cast("string")).alias("s"),
     )
@@ -79,62 +139,136 @@ def frame(spark: Any, rows: int) -> Any:
 def full_scan(df: Any) -> Any:
     from pyspark.sql import functions as F
 
-    return df.agg(F.count("*"), F.sum("id"), F.sum("v"), F.max(F.length("s"))).collect()[0]
+    return tuple(df.agg(F.count("*"), F.sum("id"), F.round(F.sum("v"), 1), F.max(F.length("s"))).collect()[0])
 
 
-def main(argv: list[str] | None = None) -> dict[str, float]:
+def compare(name: str, target: float, native: Callable[[], Any], ours: Callable[[], Any]) -> float:
+    assert native() == ours(), f"{name}: mergetable and native Spark disagree"
+    native_s, ours_s = best_pair(native, ours)
+    print(f"  {name}: native {native_s:.2f}s, mergetable {ours_s:.2f}s")
+    report(f"Spark {name} vs native", ours_s / native_s, target)
+    return ours_s / native_s
+
+
+def bench_writes(spark: Any, work: Path, df: Any, bucket: int) -> None:
+    import mergetable.spark as mts
+
+    runs = iter(range(1000))
+    options = {"primary-key": "id", "bucket": str(bucket)}
+
+    def native() -> int:
+        df.write.mode("overwrite").parquet(str(work / "native-w"))
+        return 0
+
+    def fmt() -> int:
+        path = work / f"w-{next(runs)}"
+        df.write.format("mergetable").mode("append").options(**options).save(str(path))
+        shutil.rmtree(path)
+        return 0
+
+    def api() -> int:
+        path = work / f"w-{next(runs)}"
+        mts.write(df, str(path), options=options)
+        shutil.rmtree(path)
+        return 0
+
+    compare('df.write.format("mergetable")', TARGETS["write"], native, fmt)
+    compare("mergetable.spark.write", TARGETS["write"], native, api)
+
+
+def merged_table(spark: Any, work: Path, rows: int, bucket: int) -> tuple[str, list[str]]:
+    """A table of ``RUNS`` commits per bucket (write-only: never compacted), and its data files."""
+    uri = str(work / "merged")
+    per_run = rows // RUNS
+    for i in range(RUNS):
+        # every commit rewrites the upper half of the previous one's keys and adds new ones
+        frame(spark, per_run, start=i * per_run // 2).write.format("mergetable").mode("append").options(
+            **{"primary-key": "id", "bucket": str(bucket), "write-only": "true"}
+        ).save(uri)
+    table = mt.open_table(uri)
+    return uri, [table.path_factory.data_file(p, b, f.file_name) for p, b, f in table.files()]
+
+
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--rows", type=int, default=2_000_000)
+    ap.add_argument("--rows", type=int, default=5_000_000)
     ap.add_argument("--bucket", type=int, default=2)
+    ap.add_argument("--skip", default="", help="comma-separated parts to skip: write, read, merged")
     args = ap.parse_args(argv)
     spark = session()
     work = Path(tempfile.mkdtemp(prefix="mt-bench-spark-"))
-    results: dict[str, float] = {}
     try:
-        df = frame(spark, args.rows)
-        print(f"Spark data source, {args.rows:,} rows (id BIGINT, v DOUBLE, s STRING), bucket={args.bucket}, local[2]")
-
-        # -- write ----------------------------------------------------------------------------------
-        runs = iter(range(100))
-
-        def write_native() -> None:
-            df.write.mode("overwrite").parquet(str(work / "native"))
-
-        def write_ours() -> None:
-            path = work / f"mt-{next(runs)}"
-            df.write.format("mergetable").mode("append").option("primary-key", "id").option(
-                "bucket", str(args.bucket)
-            ).save(str(path))
-            shutil.rmtree(path)
-
-        native_w, ours_w = best_pair(write_native, write_ours)
-        results.update(write_native_s=native_w, write_mergetable_s=ours_w, write_ratio=native_w / ours_w)
-        print(f"  write: native parquet {native_w:.2f}s, mergetable {ours_w:.2f}s -> {native_w / ours_w:.2f}x native")
-
-        # -- read of a compacted table -------------------------------------------------------------
-        uri = str(work / "table")
-        df.write.format("mergetable").mode("append").option("primary-key", "id").option(
-            "bucket", str(args.bucket)
-        ).save(uri)
-        table = mt.open_table(uri)
-        table.compact(full=True)
-        files = [table.path_factory.data_file(p, b, f.file_name) for p, b, f in table.files()]
-        ours_df = spark.read.format("mergetable").load(uri)
-        native_df = spark.read.parquet(*files)
-        assert full_scan(ours_df) == full_scan(native_df.select("id", "v", "s"))
-        native_r, ours_r = best_pair(lambda: full_scan(native_df), lambda: full_scan(ours_df))
-        results.update(read_native_s=native_r, read_mergetable_s=ours_r, read_ratio=native_r / ours_r)
-        print(
-            f"  read of a compacted table ({len(files)} files): native parquet {native_r:.2f}s, "
-            f"mergetable {ours_r:.2f}s -> {native_r / ours_r:.2f}x native"
-        )
-        for name, target in (("read_ratio", READ_TARGET), ("write_ratio", WRITE_TARGET)):
-            verdict = "meets" if results[name] >= target else "MISSES"
-            print(f"  {name} {results[name]:.2f} {verdict} the target {target}x")
+        with WorkerMemory() as memory:
+            run(spark, work, args.rows, args.bucket, set(args.skip.split(",")))
+        report("Spark Python worker peak RSS", memory.peak_kb / 1024, TARGETS["worker_mb"], unit=" MB")
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
-    return results
+
+
+def run(spark: Any, work: Path, rows: int, bucket: int, skip: set[str]) -> None:
+    print(f"Spark data source, {rows:,} rows (id BIGINT, p STRING, v DOUBLE, s STRING), bucket={bucket}, local[2]")
+    print(f"  load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
+    df = frame(spark, rows)
+    if "write" not in skip:
+        bench_writes(spark, work, df, bucket)
+    if "read" not in skip:
+        bench_reads(spark, work, df, rows, bucket)
+    if "merged" not in skip:
+        bench_merged(spark, work, rows, bucket)
+
+
+def bench_reads(spark: Any, work: Path, df: Any, rows: int, bucket: int) -> None:
+    """A compacted table partitioned by p against a native ``partitionBy("p")`` copy: scans, count, filters."""
+    uri = str(work / "table")
+    df.write.format("mergetable").mode("append").options(
+        **{"primary-key": "id,p", "partition": "p", "bucket": str(bucket)}
+    ).save(uri)
+    mt.open_table(uri).compact(full=True)
+    df.write.partitionBy("p").parquet(str(work / "native"))
+    ours = spark.read.format("mergetable").load(uri)
+    native = spark.read.parquet(str(work / "native")).select("id", "p", "v", "s")
+    compare("compacted read", TARGETS["compacted"], lambda: full_scan(native), lambda: full_scan(ours))
+    compare("count()", TARGETS["count"], native.count, ours.count)
+
+    # each filtered query loads its DataFrame (the filter option is given at load), native Spark too
+    key = rows // 3
+
+    def native_where(sql: str) -> Any:
+        return full_scan(spark.read.parquet(str(work / "native")).select("id", "p", "v", "s").where(sql))
+
+    for what, sql, dnf in (("partition", "p = 'p3'", [("p", "=", "p3")]), ("key", f"id = {key}", [("id", "=", key)])):
+        compare(
+            f"{what}-filtered read, where()",
+            TARGETS["filtered"],
+            lambda sql=sql: native_where(sql),
+            lambda sql=sql: full_scan(spark.read.format("mergetable").load(uri).where(sql)),
+        )
+        compare(
+            f"{what}-filtered read, filter option",
+            TARGETS["filtered"],
+            lambda sql=sql: native_where(sql),
+            lambda dnf=dnf: full_scan(spark.read.format("mergetable").option("filter", _json(dnf)).load(uri)),
+        )
+
+
+def bench_merged(spark: Any, work: Path, rows: int, bucket: int) -> None:
+    """A read of ``RUNS`` sorted runs per bucket vs the native scan of the same files."""
+    merged_uri, files = merged_table(spark, work, rows, bucket)
+    ours_m = spark.read.format("mergetable").load(merged_uri)
+    native_m = spark.read.parquet(*files).select("id", "p", "v", "s")
+    assert ours_m.count() == native_m.select("id").distinct().count()
+    native_s, ours_s = best_pair(lambda: full_scan(native_m), lambda: full_scan(ours_m))
+    print(
+        f"  merged read ({len(files)} files): native scan of the same files {native_s:.2f}s, mergetable {ours_s:.2f}s"
+    )
+    report(f"Spark merged read ({RUNS} runs/bucket) vs native", ours_s / native_s, TARGETS["merged"])
+
+
+def _json(dnf: list[tuple[str, str, Any]]) -> str:
+    import json
+
+    return json.dumps([list(p) for p in dnf])
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ from mergetable.read.changes import ChangeSplit
 from mergetable.read.scan_modes import IncrementalOptions, StreamOptions
 from mergetable.read.stream import ChangeStream, Position
 from mergetable.spark.options import CHANGE_KEYS, READ_CHANGELOG_KEYS
-from mergetable.spark.types import conform_for_spark, spark_arrow_schema
+from mergetable.spark.types import spark_arrow_schema, spark_batches
 from mergetable.table import Table
 
 AUDIT_LOG_SUFFIX = "$audit_log"
@@ -106,7 +106,7 @@ class _ChangeRows:
                 out = data.add_column(0, self.kind_column, kinds)
             else:
                 out = data.append_column(ROW_KIND_COLUMN, kinds)
-            yield from conform_for_spark(out, self.target).combine_chunks().to_batches(max_chunksize=self.batch_size)
+            yield from spark_batches(out, self.target, self.batch_size)
 
 
 class MergeTableStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

@@ -1,4 +1,5 @@
-"""Batch reading: one Spark partition per split, merge-on-read in the Python workers, Arrow batches out.
+"""Batch reading: splits packed into Spark partitions (see :mod:`mergetable.spark.packing`), merged in the
+Python workers, Arrow batches out.
 
 :class:`MergeTableReader` never overrides ``pushFilters``, so it works whatever
 ``spark.sql.python.filterPushdown.enabled`` is (Spark filters the rows). :class:`PushdownMergeTableReader`
@@ -21,7 +22,8 @@ from mergetable.core.predicates import Conjunct
 from mergetable.read.scan import Split
 from mergetable.spark.filters import and_dnf, split_filters
 from mergetable.spark.options import DEFAULT_BATCH_SIZE
-from mergetable.spark.types import conform_for_spark, spark_arrow_schema
+from mergetable.spark.packing import pack_splits
+from mergetable.spark.types import spark_arrow_schema, spark_batches
 from mergetable.table import Table
 
 _PUSHDOWN_WORKER = "data_source_pushdown_filters.py"
@@ -43,15 +45,16 @@ def created_for_pushdown() -> bool:
 
 
 class SplitPartition(InputPartition):
-    """One :class:`~mergetable.read.scan.Split` (some key-disjoint sections of one bucket)."""
+    """Some :class:`~mergetable.read.scan.Split` s (each some key-disjoint sections of one bucket), read in turn."""
 
-    def __init__(self, split: Split) -> None:
-        super().__init__(split)
+    def __init__(self, split: Split, *more: Split) -> None:
+        super().__init__((split, *more))
         self.split = split
+        self.splits = (split, *more)
 
     def __repr__(self) -> str:
-        s = self.split
-        return f"SplitPartition(partition={list(s.partition)}, bucket={s.bucket}, files={len(s.files)})"
+        where = [(list(s.partition), s.bucket) for s in self.splits]
+        return f"SplitPartition(buckets={where}, files={sum(len(s.files) for s in self.splits)})"
 
 
 class MergeTableReader(DataSourceReader):
@@ -81,20 +84,23 @@ class MergeTableReader(DataSourceReader):
             splits = self.table.plan(
                 filter=self.dnf, incremental_between=self.incremental_between, target_split_size=self.split_size
             )
-            return [SplitPartition(s) for s in splits]
+            return self._packed(splits)
         if self.snapshot_id is None:
             return []
         splits = self.table.plan(filter=self.dnf, snapshot_id=self.snapshot_id, target_split_size=self.split_size)
-        return [SplitPartition(s) for s in splits]
+        return self._packed(splits)
+
+    def _packed(self, splits: Sequence[Split]) -> list[InputPartition]:
+        return [SplitPartition(*group) for group in pack_splits(splits, self.split_size)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        split = getattr(partition, "split", None)
-        if split is None:  # Spark's placeholder partition of an empty plan
+        splits = getattr(partition, "splits", None)
+        if splits is None:  # Spark's placeholder partition of an empty plan
             return
         reader = self.table.split_reader(self.columns, self.dnf)
-        for table in reader.read_split(split):
-            out = conform_for_spark(table, self.target).combine_chunks()  # few, large batches for Spark
-            yield from out.to_batches(max_chunksize=self.batch_size)
+        for split in splits:
+            for table in reader.read_split(split):
+                yield from spark_batches(table, self.target, self.batch_size)
 
 
 class PushdownMergeTableReader(MergeTableReader):

@@ -10,8 +10,11 @@ Filter pushdown (``pushdown`` read option):
 * ``true``: when ``spark.sql.python.filterPushdown.enabled`` is on, take the filters mergetable can apply
   exactly (partition, bucket and key-range pruning, then exact filtering after the merge).
 * ``auto`` (default): ``true`` on PySpark versions that scope pushdown results to one scan, ``false`` on
-  those (PySpark 4.3 and older) that keep the last pushed-down read plan on the DataFrame and reuse it for
-  later scans of the same DataFrame, which then return the earlier query's filtered rows.
+  those (PySpark 4.3 and older) that keep one read plan per loaded relation and run it for every scan of
+  the DataFrame, whatever that scan's filters: a later scan pushing nothing, or another scan of the same
+  DataFrame in one query (a self-union, a self-join filtered two ways), would run the last pushed query's
+  plan. Nothing about the scan reaches ``partitions()`` or ``read()``, so on those versions the plan must not
+  depend on Spark's filters (the ``filter`` read option prunes per DataFrame and is always safe).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ existing table's schema column by column before any task runs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 from pyspark.sql import types as T
@@ -90,6 +90,20 @@ def conform_for_spark(table: pa.Table, target: pa.Schema) -> pa.Table:
             if not have.type.equals(want.type):
                 raise SchemaError(f"cannot read {have.type} as {want.type}: {exc}", have.name) from None
         raise
+
+
+def spark_batches(table: pa.Table, target: pa.Schema, batch_size: int) -> Iterator[pa.RecordBatch]:
+    """``table`` as Arrow batches for Spark: ``target``'s exact schema, at most ``batch_size`` rows each.
+
+    Chunks of a reasonable size (Parquet row groups, merge windows) are handed over as they are, without a
+    copy; only a table of many small chunks is combined first, so Spark is not sent a stream of tiny batches.
+    """
+    out = conform_for_spark(table, target)
+    if out.num_columns and out.column(0).num_chunks > 1 and out.num_rows < out.column(0).num_chunks * batch_size // 8:
+        out = out.combine_chunks()
+    for batch in out.to_batches(max_chunksize=batch_size):
+        if batch.num_rows:
+            yield batch
 
 
 # -- Spark (DataFrame) → Arrow ----------------------------------------------------------------------------
@@ -206,5 +220,6 @@ __all__ = [
     "check_write_schema",
     "conform_for_spark",
     "spark_arrow_schema",
+    "spark_batches",
     "spark_schema",
 ]
