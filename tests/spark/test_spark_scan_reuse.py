@@ -46,7 +46,7 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> mt.Table:
     )
     t.write(_rows(range(120), 0))
     t.write(_rows(range(60, 150), 1))
-    t.delete(_rows(range(100, 110), 0).select(["id", "dt"]))
+    t.delete_keys(_rows(range(100, 110), 0).select(["id", "dt"]))
     t.write(_rows(range(140, 160), 2))
     return t
 
