@@ -405,7 +405,19 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
         snap = resolve_travel(self._snapshots, self._tags, request.travel)
         if snap is None or snap.schema_id == self.table_schema.id:
             return None
-        return Table(self.fileio, SchemaManager(self.fileio).schema(snap.schema_id))
+        return self.as_of_schema(snap.schema_id)
+
+    def as_of_schema(self, schema_id: int) -> Table:
+        """This table seen through schema ``schema_id`` (what a time-travel read of a snapshot committed with
+        that schema uses); ``self`` when it is the current one.
+
+        Example:
+            >>> t.as_of_schema(t.snapshot(1).schema_id).schema.names
+            ['id', 'v']
+        """
+        if schema_id == self.table_schema.id:
+            return self
+        return Table(self.fileio, SchemaManager(self.fileio).schema(schema_id))
 
     def count(self, filter: Filters | None = None, **args: Unpack[ReadArgs]) -> int:
         """The number of merged rows (matching ``filter``) of a snapshot, from file metadata where it can."""

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import pyarrow as pa
 
 from mergetable.commit.schemas import SchemaManager
+from mergetable.core.arguments import arrow_fields
 from mergetable.core.errors import SchemaChangeError
 from mergetable.core.evolution import (
     AddColumn,
@@ -50,9 +51,14 @@ class TableAlter:
         return schema
 
     def add_columns(
-        self, fields: pa.Field | Iterable[pa.Field] | pa.Schema, first: bool = False, after: str | None = None
+        self,
+        fields: pa.Field | Iterable[pa.Field | tuple[str, pa.DataType]] | pa.Schema | tuple[str, pa.DataType],
+        first: bool = False,
+        after: str | None = None,
     ) -> TableSchema:
         """Add nullable columns, at the end by default, or ``first`` / ``after`` a column (in the given order).
+
+        ``fields``: Arrow fields (or a schema), or ``(name, type)`` pairs.
 
         Rows written before read the new columns as null.
 
@@ -66,7 +72,7 @@ class TableAlter:
             >>> t.read().column("qty").to_pylist()
             [None, None]
         """
-        items = [fields] if isinstance(fields, pa.Field) else list(fields)
+        items = arrow_fields(fields)
         changes: list[SchemaChange] = []
         anchor = after
         for i, f in enumerate(items):

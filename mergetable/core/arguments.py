@@ -37,6 +37,36 @@ def name_list(value: Any, argument: str, allow_none: bool = False) -> tuple[str,
     return tuple(value)
 
 
+def arrow_fields(value: Any, argument: str = "fields") -> list[pa.Field]:
+    """``value`` (a field, a schema, or a list of fields or ``(name, type)`` pairs) as a list of Arrow fields.
+
+    >>> [f.name for f in arrow_fields([("qty", pa.int32()), pa.field("note", pa.string())])]
+    ['qty', 'note']
+    >>> arrow_fields("qty")
+    Traceback (most recent call last):
+    ...
+    mergetable.core.errors.ArgumentError: argument 'fields': expected Arrow fields ...
+    """
+    if isinstance(value, pa.Field):
+        return [value]
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str):
+        value = [value]
+    if isinstance(value, str | bytes | Mapping) or not hasattr(value, "__iter__"):
+        raise ArgumentError(argument, f"expected Arrow fields or (name, type) pairs, got {type(value).__name__}")
+    fields: list[pa.Field] = []
+    for item in value:
+        if isinstance(item, pa.Field):
+            fields.append(item)
+        elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+            try:
+                fields.append(pa.field(item[0], item[1]))
+            except (TypeError, ValueError, pa.ArrowException) as exc:
+                raise ArgumentError(argument, f"bad type for column {item[0]!r}: {exc}") from None
+        else:
+            raise ArgumentError(argument, f"expected Arrow fields or (name, type) pairs, got {item!r}")
+    return fields
+
+
 def arrow_schema(value: Any, argument: str = "schema") -> pa.Schema:
     """``value`` if it is a ``pa.Schema``; anything else (a dict, a list of pairs) is refused with an example."""
     if isinstance(value, pa.Schema):

@@ -90,11 +90,18 @@ class MergeTableDataSource(DataSource):
             self._snapshot_id = pinned
         return None if pinned is None else int(pinned)
 
+    def _travelled(self, table: Table, opts: ReadOptions) -> Table:
+        """``table`` with the schema its time-travel snapshot was committed with (the current one otherwise)."""
+        if not opts.request.travel.given or self._changes():
+            return table
+        snapshot_id = self._pinned_snapshot(table, opts)
+        return table if snapshot_id is None else table.as_of_schema(table.snapshot(snapshot_id).schema_id)
+
     def schema(self) -> StructType:
         if (system := SystemRead.of(self.options)) is not None:
             return system.spark_schema()
         opts = self._read_options()
-        table = open_table(opts.uri, opts.storage)
+        table = self._travelled(open_table(opts.uri, opts.storage), opts)
         self._pinned_snapshot(table, opts)
         schema = spark_schema(table.schema, opts.columns)
         return with_row_kind(schema, self._audit_log) if self._changes() else schema
@@ -103,7 +110,7 @@ class MergeTableDataSource(DataSource):
         if (system := SystemRead.of(self.options)) is not None:
             return SystemTableReader(system, schema)
         opts = self._read_options()
-        table = open_table(opts.uri, opts.storage)
+        table = self._travelled(open_table(opts.uri, opts.storage), opts)
         dnf = bind_filters(opts.request.filter, table.schema)
         if self._changes():
             snapshot = self._pinned_snapshot(table, opts)

@@ -9,6 +9,7 @@ from catalogue_support import Ctx, Mistake
 
 import mergetable as mt
 from mergetable.core.errors import (
+    ArgumentError,
     FilterError,
     ImmutableOptionError,
     MergeError,
@@ -122,6 +123,10 @@ ALTER = [
         lambda c: c.table.alter.add_columns(pa.field("extra", pa.int64(), nullable=False)),
         SchemaChangeError,
         "extra",
+    ),
+    Mistake("alter-add-a-name", lambda c: c.table.alter.add_columns("extra"), ArgumentError, "fields"),
+    Mistake(
+        "alter-add-bad-type", lambda c: c.table.alter.add_columns([("extra", "no-such-type")]), ArgumentError, "extra"
     ),
     Mistake(
         "alter-add-existing", lambda c: c.table.alter.add_columns(pa.field("v", pa.string())), SchemaChangeError, "v"

@@ -93,3 +93,17 @@ def test_rollback_to_a_snapshot_or_tag(spark: Any, table_uri: str) -> None:
     assert sorted(r["id"] for r in mt.open_table(table_uri).read().to_pylist()) == [1, 2]
     assert table.rollbackTo("one").snapshot_id == 1
     assert mt.open_table(table_uri).read().column("id").to_pylist() == [1]
+
+
+def test_spark_time_travel_reads_the_schema_the_snapshot_was_committed_with(spark: Any, table_uri: str) -> None:
+    t = _table(table_uri)
+    t.alter.rename_column("v", "value")
+    t.alter.add_columns(("note", pa.string()))
+    t.write(pa.table({"id": [2], "value": pa.array([2], pa.int32()), "note": ["b"]}))
+    old = spark.read.format("mergetable").option("snapshot-id", "1").load(table_uri)
+    assert old.columns == ["id", "v"] and [tuple(r) for r in old.collect()] == [(1, 1)]
+    assert [tuple(r) for r in old.where("v = 1").select("v").collect()] == [(1,)]
+    now = spark.read.format("mergetable").load(table_uri)
+    assert now.columns == ["id", "value", "note"]
+    assert sorted(tuple(r) for r in now.collect()) == [(1, 1, None), (2, 2, "b")]
+    assert spark.read.format("mergetable").option("versionAsOf", "2").load(table_uri).columns == ["id", "value", "note"]
