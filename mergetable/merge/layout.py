@@ -30,6 +30,7 @@ from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND
 from mergetable.merge.grouping import _int_view, _is_int_like, group_starts, sort_permutation
 
 _RADIX_MAX_BITS = 48
+_FEW_RUNS = 64  # at most this many descents: the values are ascending runs, merged by timsort
 
 
 def stable_int_argsort(values: np.ndarray) -> np.ndarray:
@@ -54,6 +55,17 @@ def stable_int_argsort(values: np.ndarray) -> np.ndarray:
             order = order[np.argsort(digit[order], kind="stable")]
     assert order is not None
     return order.astype(np.int64, copy=False)
+
+
+def sorted_runs_argsort(values: np.ndarray) -> np.ndarray:
+    """Stable argsort of integers that are mostly a few ascending runs one after another (the sorted files of
+    a merge): timsort merges such runs in near-linear time, where a radix sort makes every pass."""
+    descents = int(np.count_nonzero(values[1:] < values[:-1])) if len(values) > 1 else 0
+    if descents == 0:
+        return np.arange(len(values), dtype=np.int64)
+    if descents <= _FEW_RUNS:
+        return np.argsort(values, kind="stable").astype(np.int64, copy=False)
+    return stable_int_argsort(values)
 
 
 def _np(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -97,9 +109,16 @@ class Layout:
 
     rows: pa.Table
     perm: np.ndarray | None
-    gid: np.ndarray
+    group_ids: np.ndarray | None
     n_groups: int
     contiguous: bool
+
+    @cached_property
+    def gid(self) -> np.ndarray:
+        """Group id of every position (for a sorted layout made lazily from the group sizes)."""
+        if self.group_ids is not None:
+            return self.group_ids
+        return np.repeat(np.arange(self.n_groups, dtype=np.int64), self.sizes)
 
     # -- construction -----------------------------------------------------------------------------
     @classmethod
@@ -125,7 +144,7 @@ class Layout:
                 direct = cls._direct(rows, key)
                 if direct is not None:
                     return direct
-                perm = stable_int_argsort(key)
+                perm = sorted_runs_argsort(key)
             else:
                 perm = np.lexsort((_np(rows.column(SEQUENCE_NUMBER)), key)).astype(np.int64, copy=False)
             skey = key[perm]
@@ -159,8 +178,7 @@ class Layout:
     def _from_sorted(cls, rows: pa.Table, perm: np.ndarray, starts: np.ndarray) -> Layout:
         n = len(perm)
         sizes = np.diff(np.append(starts, n)).astype(np.int64)
-        gid = np.repeat(np.arange(len(starts), dtype=np.int64), sizes)
-        layout = cls(rows, perm, gid, len(starts), True)
+        layout = cls(rows, perm, None, len(starts), True)
         object.__setattr__(layout, "sizes", sizes)
         return layout
 
@@ -168,7 +186,7 @@ class Layout:
     @property
     def num_positions(self) -> int:
         """Number of records."""
-        return len(self.gid)
+        return self.rows.num_rows if self.perm is None else len(self.perm)
 
     @cached_property
     def sizes(self) -> np.ndarray:
