@@ -6,8 +6,9 @@ when read by increasing position; positions map to physical rows through ``perm`
 
 Two ways to build it:
 
-* **direct** — a single integer-like key with a dense value range, no ``sequence.field`` and records
-  already in sequence order (``seq_ordered`` or a non-decreasing ``_SEQUENCE_NUMBER`` column): group ids
+* **direct** — a single integer-like key with a dense value range, no ``sequence.field``, records
+  already in sequence order (``seq_ordered`` or a non-decreasing ``_SEQUENCE_NUMBER`` column) and not a few
+  ascending runs (those are merged by timsort): group ids
   come from a counting pass (``bincount`` + rank), no sort at all; positions are physical rows and the
   groups are interleaved (not contiguous).
 * **sorted** — otherwise: one stable sort (LSD radix over 16-bit digits for integer keys, Arrow's sort
@@ -60,12 +61,17 @@ def stable_int_argsort(values: np.ndarray) -> np.ndarray:
 def sorted_runs_argsort(values: np.ndarray) -> np.ndarray:
     """Stable argsort of integers that are mostly a few ascending runs one after another (the sorted files of
     a merge): timsort merges such runs in near-linear time, where a radix sort makes every pass."""
-    descents = int(np.count_nonzero(values[1:] < values[:-1])) if len(values) > 1 else 0
+    descents = _descents(values)
     if descents == 0:
         return np.arange(len(values), dtype=np.int64)
     if descents <= _FEW_RUNS:
         return np.argsort(values, kind="stable").astype(np.int64, copy=False)
     return stable_int_argsort(values)
+
+
+def _descents(values: np.ndarray) -> int:
+    """How many times ``values`` steps down (0: ascending)."""
+    return int(np.count_nonzero(values[1:] < values[:-1])) if len(values) > 1 else 0
 
 
 def _np(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -141,7 +147,10 @@ class Layout:
                 seq = _np(rows.column(SEQUENCE_NUMBER))
                 ordered = bool(np.all(seq[1:] >= seq[:-1]))
             if ordered:
-                direct = cls._direct(rows, key)
+                # Sorted runs one after another (a merge's files): timsort merges them faster than a counting
+                # pass groups them, and leaves every key's records side by side.
+                runs = _descents(key) < _FEW_RUNS
+                direct = None if runs else cls._direct(rows, key)
                 if direct is not None:
                     return direct
                 perm = sorted_runs_argsort(key)

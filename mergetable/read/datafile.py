@@ -116,8 +116,27 @@ def row_group_stats(fileio: FileIO, afs: pafs.FileSystem, path: str, column: str
             stats = rg.column(index).statistics
             if stats is not None and stats.has_min_max:
                 lo = stats.min
-        out.append(RowGroupSlice((i,), rg.num_rows, rg.total_byte_size, lo))
+        out.append(RowGroupSlice((i,), rg.num_rows, arrow_bytes(rg), lo))
     return out
+
+
+_FIXED_WIDTH = {"BOOLEAN": 1, "INT32": 4, "FLOAT": 4, "INT64": 8, "DOUBLE": 8, "INT96": 12}
+
+
+def arrow_bytes(rg: pq.RowGroupMetaData) -> int:
+    """About the bytes a row group takes once decoded to Arrow: its Parquet uncompressed size understates it
+    (dictionary, delta and run-length encodings), so every column counts at least its Arrow value width per row
+    (a 4-byte offset plus 8 bytes for variable-width values)."""
+    rows = rg.num_rows
+    total = 0
+    for j in range(rg.num_columns):
+        c = rg.column(j)
+        kind = c.physical_type
+        width = _FIXED_WIDTH.get(kind)
+        if width is None:  # BYTE_ARRAY / FIXED_LEN_BYTE_ARRAY
+            width = 4 + max(8, c.total_uncompressed_size // max(1, rows))
+        total += max(c.total_uncompressed_size, rows * width)
+    return total
 
 
 def group_slices(slices: Sequence[RowGroupSlice], budget: int) -> list[RowGroupSlice]:
