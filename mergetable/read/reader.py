@@ -35,7 +35,7 @@ from mergetable.read.order import effective_sequence, oldest_first, sequence_ord
 from mergetable.read.parallel import ordered_streams
 from mergetable.read.projection import FileProjection
 from mergetable.read.scan import Split
-from mergetable.read.windows import RunCursor, windowable, windows
+from mergetable.read.windows import PIECE_ROWS, RunCursor, windowable, windows
 
 #: Uncompressed bytes of row groups buffered while one section is read (shared by its runs).
 WINDOW_BYTES = 64 * MIB
@@ -84,6 +84,7 @@ class SplitReader:
         self.plain_schema = pa.schema([fs.field(c) for c in self.plain_columns])
         self.batch_size = schema.table_options.read_batch_size
         self.window_bytes = WINDOW_BYTES
+        self.piece_rows = PIECE_ROWS
         first = keys[0] if keys else None
         self.window_key = first if first is not None and windowable(fs.field(first).type) else None
         self._projections: dict[int, FileProjection] = {}
@@ -228,7 +229,10 @@ class SplitReader:
             return table
 
         cursors = [
-            RunCursor(deque((f, s or _whole(f, key_type)) for f in run for s in self.slices(split, f, budget)))
+            RunCursor(
+                deque((f, s or _whole(f, key_type)) for f in run for s in self.slices(split, f, budget)),
+                piece_rows=self.piece_rows,
+            )
             for run in runs
         ]
         single = len(runs) == 1 and not partial

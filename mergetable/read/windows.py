@@ -8,6 +8,10 @@ window takes exactly those rows of every run. Records of one key share the first
 never split between two windows, and windows come in key order: merging window after window gives the
 same rows, in the same order, as merging the whole section.
 
+A run shows its rows to windows in pieces of at most :data:`PIECE_ROWS` rows (the rest of a decoded slice
+waits in its reserve, revealed while its first key is ``<= b``), so a window stays small even when one row
+group holds far more rows than the window budget.
+
 The bound is compared with statistics only for first key columns whose Parquet statistics order as Arrow
 sorts them (integers, strings, dates); for other types no statistic is used and a section is one window.
 A missing or truncated statistic only makes a run load earlier (never later) than needed.
@@ -36,28 +40,51 @@ def windowable(t: pa.DataType) -> bool:
     return pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_date32(t)
 
 
+PIECE_ROWS = 64 * 1024
+"""Rows a run shows a window at a time: a decoded row group larger than this waits in the run's reserve, so a
+window holds about this many rows per run however large the files' row groups are."""
+
+
 @dataclass
 class RunCursor:
-    """One sorted run: the row-group slices still to read, and the rows read but not yet merged."""
+    """One sorted run: the row-group slices still to read, the rows read but held back (``reserve``, in pieces
+    of :data:`PIECE_ROWS`), and the rows shown to windows but not yet merged (``buffer``)."""
 
     pending: deque[tuple[DataFileMeta, RowGroupSlice]]
     buffer: list[Piece] = field(default_factory=list)
+    reserve: deque[Piece] = field(default_factory=deque)
+    piece_rows: int = PIECE_ROWS
 
     def load_next(self, load: Load) -> None:
         f, s = self.pending.popleft()
         table = load(f, s)
-        if table.num_rows:
-            self.buffer.append((f, table))
+        for start in range(0, table.num_rows, self.piece_rows):
+            self.reserve.append((f, table.slice(start, self.piece_rows)))
+
+    def _show_next(self, load: Load) -> None:
+        """Move the next piece from the reserve into the buffer, reading a slice first if the reserve is empty."""
+        while not self.reserve and self.pending:
+            self.load_next(load)
+        if self.reserve:
+            self.buffer.append(self.reserve.popleft())
 
     def fill(self, load: Load) -> None:
-        """Read slices until some rows are buffered or the run is exhausted."""
-        while not self.buffer and self.pending:
-            self.load_next(load)
+        """Show rows until some are buffered or the run is exhausted."""
+        while not self.buffer and (self.reserve or self.pending):
+            self._show_next(load)
 
-    def load_through(self, load: Load, bound: Any) -> None:
-        """Read every slice that may hold a first key ``<= bound``."""
-        while self.pending and not _above(self.pending[0][1].min_key, bound):
-            self.load_next(load)
+    def load_through(self, load: Load, key: str, bound: Any) -> None:
+        """Show every row with a first key ``<= bound``: reserved pieces by their first key, slices still to read
+        by their statistics."""
+        while True:
+            if self.reserve:
+                if _above(self.reserve[0][1].column(key)[0].as_py(), bound):
+                    return
+                self.buffer.append(self.reserve.popleft())
+            elif self.pending and not _above(self.pending[0][1].min_key, bound):
+                self.load_next(load)
+            else:
+                return
 
     def take_through(self, key: str, bound: Any) -> list[Piece]:
         """Remove and return the buffered rows whose first key is ``<= bound`` (in key order)."""
@@ -99,7 +126,9 @@ def windows(cursors: Sequence[RunCursor], key: str, load: Load, bounded: bool) -
             while c.pending:
                 c.load_next(load)
             pieces.extend(c.buffer)
+            pieces.extend(c.reserve)
             c.buffer = []
+            c.reserve.clear()
         if pieces:
             yield pieces
         return
@@ -115,7 +144,7 @@ def windows(cursors: Sequence[RunCursor], key: str, load: Load, bounded: bool) -
             return
         bound = min(lasts)
         for c in cursors:
-            c.load_through(load, bound)
+            c.load_through(load, key, bound)
         out = [p for c in cursors for p in c.take_through(key, bound)]
         if not out:  # rows out of key order (never written so): the rest, merged as one window, is still exact
             yield from windows(cursors, key, load, False)

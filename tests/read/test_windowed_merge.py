@@ -64,8 +64,11 @@ def build(
     return t
 
 
-def windowed(reader: SplitReader, table: mt.Table) -> tuple[list[tuple[Any, ...]], list[pa.Table], list[pa.Table]]:
+def windowed(
+    reader: SplitReader, table: mt.Table, piece_rows: int = 64 * 1024
+) -> tuple[list[tuple[Any, ...]], list[pa.Table], list[pa.Table]]:
     reader.window_bytes = 1  # every row group is a slice of its own
+    reader.piece_rows = piece_rows  # a run shows a window this many rows of a slice at a time
     sections, whole, streamed = [], [], []
     for split in table.plan():
         for runs in split.sections:
@@ -81,20 +84,21 @@ def windowed(reader: SplitReader, table: mt.Table) -> tuple[list[tuple[Any, ...]
     engine=st.sampled_from(sorted(ENGINES)),
     key_type=st.sampled_from(sorted(KEY_TYPES)),
     composite=st.booleans(),
+    piece_rows=st.sampled_from([1, 2, 3, 64 * 1024]),
 )
 def test_windowed_merge_equals_whole_section_merge(
-    commits: list[list[tuple[int, int, Any, bool]]], engine: str, key_type: str, composite: bool
+    commits: list[list[tuple[int, int, Any, bool]]], engine: str, key_type: str, composite: bool, piece_rows: int
 ) -> None:
     with tempfile.TemporaryDirectory() as root:
         t = build(f"{root}/t", engine, KEY_TYPES[key_type], composite, commits)
         reader = t.split_reader()
-        _, whole, streamed = windowed(reader, t)
+        _, whole, streamed = windowed(reader, t, piece_rows)
         for w, s in zip(whole, streamed, strict=True):
             assert s is not None
             assert s.equals(w)
         # a key filter pushed into every row-group read
         keyed = t.split_reader(filter=[("k", ">=", _key(KEY_TYPES[key_type], 20))])
-        for w, s in zip(*windowed(keyed, t)[1:], strict=True):
+        for w, s in zip(*windowed(keyed, t, piece_rows)[1:], strict=True):
             assert w.num_rows == 0 if s is None else s.equals(w)
         # The scan (windows, tiny batches) returns exactly the whole-section merge's visible rows.
         expected = [reader.finish(w) for w in whole]
@@ -135,3 +139,16 @@ def test_batches_never_exceed_read_batch_size(tmp_path: Path) -> None:
 def test_read_batch_size_must_be_positive(tmp_path: Path) -> None:
     with pytest.raises(mt.OptionsError, match=r"read\.batch-size"):
         mt.create_table(str(tmp_path / "t"), pa.schema([("k", pa.int64())]), ["k"], options={"read.batch-size": "0"})
+
+
+def test_large_row_groups_are_shown_to_windows_in_pieces(tmp_path: Path) -> None:
+    commits = [[(k, 0, r * 100 + k, False) for k in range(r, 60, 1 + r % 3)] for r in range(4)]
+    t = build(str(tmp_path / "t"), "deduplicate", pa.int64(), False, commits)
+    reader = t.split_reader()
+    [split] = t.plan()
+    [runs] = split.sections
+    whole = reader.merged_section(split, runs)
+    reader.piece_rows = 5  # each file is one row group of up to 60 rows
+    windows = list(reader.merged_windows(split, runs))
+    assert len(windows) >= 60 // 5 - 1 and max(w.num_rows for w in windows) <= 5 * len(runs)
+    assert pa.concat_tables(windows).equals(whole)
