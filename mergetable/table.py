@@ -393,19 +393,15 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
         """
         request = ReadRequest.of(columns, filter, **args)
         travelled = self._as_committed(request)
-        if travelled is not None:
+        if travelled is not self:
             return travelled.scan(columns, filter, **args)
         reader = self.split_reader(request.columns, request.filter)
         return pa.RecordBatchReader.from_batches(reader.out_schema, reader.batches(self._plan(request)))
 
-    def _as_committed(self, request: ReadRequest) -> Table | None:
-        """This table with the schema a time-travel read's snapshot was committed with, if that is another."""
-        if not request.travel.given:
-            return None
-        snap = resolve_travel(self._snapshots, self._tags, request.travel)
-        if snap is None or snap.schema_id == self.table_schema.id:
-            return None
-        return self.as_of_schema(snap.schema_id)
+    def _as_committed(self, request: ReadRequest) -> Table:
+        """This table with the schema a time-travel read's snapshot was committed with (``self``: the same)."""
+        snap = resolve_travel(self._snapshots, self._tags, request.travel) if request.travel.given else None
+        return self if snap is None else self.as_of_schema(snap.schema_id)
 
     def as_of_schema(self, schema_id: int) -> Table:
         """This table seen through schema ``schema_id`` (what a time-travel read of a snapshot committed with
