@@ -58,10 +58,11 @@ def stable_int_argsort(values: np.ndarray) -> np.ndarray:
     return order.astype(np.int64, copy=False)
 
 
-def sorted_runs_argsort(values: np.ndarray) -> np.ndarray:
+def sorted_runs_argsort(values: np.ndarray, descents: int | None = None) -> np.ndarray:
     """Stable argsort of integers that are mostly a few ascending runs one after another (the sorted files of
-    a merge): timsort merges such runs in near-linear time, where a radix sort makes every pass."""
-    descents = _descents(values)
+    a merge): timsort merges such runs in near-linear time, where a radix sort makes every pass.
+    ``descents``: :func:`_descents` of ``values`` when the caller has it."""
+    descents = _descents(values) if descents is None else descents
     if descents == 0:
         return np.arange(len(values), dtype=np.int64)
     if descents <= _FEW_RUNS:
@@ -149,11 +150,11 @@ class Layout:
             if ordered:
                 # Sorted runs one after another (a merge's files): timsort merges them faster than a counting
                 # pass groups them, and leaves every key's records side by side.
-                runs = _descents(key) < _FEW_RUNS
-                direct = None if runs else cls._direct(rows, key)
+                descents = _descents(key)
+                direct = None if descents <= _FEW_RUNS else cls._direct(rows, key)
                 if direct is not None:
                     return direct
-                perm = sorted_runs_argsort(key)
+                perm = sorted_runs_argsort(key, descents)
             else:
                 perm = np.lexsort((_np(rows.column(SEQUENCE_NUMBER)), key)).astype(np.int64, copy=False)
             skey = key[perm]
