@@ -34,7 +34,8 @@ def exact_first_key(f: DataFileMeta, bound: int, t: pa.DataType) -> Any:
 
 
 def cut_points(runs: Runs, target: int, row_groups: Callable[[DataFileMeta], list[RowGroupSlice]]) -> list[Any]:
-    """First-key values cutting ``runs`` into ranges of about ``target`` stored bytes (ascending, distinct)."""
+    """First-key values cutting ``runs`` into ranges of about ``target`` stored bytes at most, of even sizes
+    (ascending, distinct)."""
     weighted: list[tuple[Any, float]] = []
     for run in runs:
         for f in run:
@@ -47,6 +48,9 @@ def cut_points(runs: Runs, target: int, row_groups: Callable[[DataFileMeta], lis
         weighted.sort(key=lambda w: w[0])
     except TypeError:
         return []
+    # ranges of even size: as many as ``target`` asks for, none of them a small remainder
+    stored = sum(w for _, w in weighted)
+    target = int(stored / max(1, -(-int(stored) // max(1, target))))
     cuts: list[Any] = []
     size = 0.0
     lowest = weighted[0][0]
