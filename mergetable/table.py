@@ -379,7 +379,7 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
             >>> t.read(incremental_between=(1, 2)).to_pydict()
             {'id': [2], 'v': ['B']}
         """
-        return self.scan(columns, filter, **args).read_all()
+        return self._reader(columns, filter, args, ahead=None).read_all()
 
     def scan(
         self, columns: Sequence[str] | None = None, filter: Filters | None = None, **args: Unpack[ReadArgs]
@@ -391,12 +391,18 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
             >>> t.scan(["id"]).read_all().num_rows
             2
         """
+        return self._reader(columns, filter, args, ahead=1)
+
+    def _reader(
+        self, columns: Sequence[str] | None, filter: Filters | None, args: ReadArgs, ahead: int | None
+    ) -> pa.RecordBatchReader:
+        """:meth:`scan`, its splits read ``ahead`` windows ahead of the consumer (None: as far as they can)."""
         request = ReadRequest.of(columns, filter, **args)
         travelled = self._as_committed(request)
         if travelled is not self:
-            return travelled.scan(columns, filter, **args)
+            return travelled._reader(columns, filter, args, ahead)
         reader = self.split_reader(request.columns, request.filter)
-        return pa.RecordBatchReader.from_batches(reader.out_schema, reader.batches(self._plan(request)))
+        return pa.RecordBatchReader.from_batches(reader.out_schema, reader.batches(self._plan(request), ahead=ahead))
 
     def _as_committed(self, request: ReadRequest) -> Table:
         """This table with the schema a time-travel read's snapshot was committed with (``self``: the same)."""

@@ -36,6 +36,12 @@ class MergeFunction(Protocol):
 
     def merge(self, rows: pa.Table, seq_ordered: bool = False) -> pa.Table: ...
 
+    def survivors(self, rows: pa.Table, seq_ordered: bool = False) -> np.ndarray | None:
+        """When ``merge(rows)`` is a selection of ``rows`` (the newest or oldest record of each key), the indices
+        of the selected rows, in key order: ``rows.take(survivors(rows))`` equals ``merge(rows)``. None when the
+        merge computes new values (a reader then calls :meth:`merge`)."""
+        ...
+
     def required_columns(self, wanted: Sequence[str]) -> list[str]:
         """Value columns that must be read to produce ``wanted`` correctly (a superset of ``wanted``)."""
         ...

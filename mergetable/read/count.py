@@ -26,6 +26,6 @@ def count_rows(reader: SplitReader, splits: Iterable[Split]) -> int:
                 filter_expr = reader.split_filters(split)[1]
                 total += sum(reader.read_file(split, f, filter_expr, plain=True).num_rows for f in runs[0])
             else:
-                windows = reader.merged_windows(split, runs, exact_sequence=False)
-                total += sum(reader.finish(w).num_rows for w in windows)
+                windows = reader.merged_windows(split, runs, exact_sequence=False, visible=True)
+                total += sum(w.num_rows for w in windows)
     return total

@@ -9,7 +9,7 @@ naming the file.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,6 +74,89 @@ def _read_row_groups(
 _PARQUET = ds.ParquetFileFormat(
     default_fragment_scan_options=ds.ParquetFragmentScanOptions(page_checksum_verification=True)
 )
+
+
+class RowGroupStream:
+    """Row groups of one data file (``ids``; None: all), decoded ahead by Arrow's thread pool and taken in
+    file order: the decoder runs at most about ``readahead_rows`` rows ahead of the consumer, so decoding
+    overlaps the work done on the rows already taken while memory stays bounded.
+
+    Page checksums are verified. :meth:`take` (only without ``filter_expr``) checks it got the rows the
+    row-group metadata promised; iterating checks the total against ``expected`` when nothing is filtered.
+    """
+
+    def __init__(
+        self,
+        fileio: FileIO,
+        afs: pafs.FileSystem,
+        path: str,
+        ids: Sequence[int] | None,
+        columns: Sequence[str],
+        batch_rows: int,
+        readahead_rows: int,
+        filter_expr: pc.Expression | None = None,
+        expected: int | None = None,
+    ) -> None:
+        self.fileio, self.afs, self.path = fileio, afs, path
+        self.ids = None if ids is None else list(ids)
+        self.columns = list(columns)
+        self.batch_rows = max(1, batch_rows)
+        self.readahead = max(1, readahead_rows // self.batch_rows)
+        self.filter_expr = filter_expr
+        self.expected = expected
+        self._batches: Iterator[pa.RecordBatch] | None = None
+        self._held: pa.RecordBatch | None = None
+
+    def _next(self) -> pa.RecordBatch | None:
+        if self._held is not None:
+            batch, self._held = self._held, None
+            return batch
+        try:
+            if self._batches is None:
+                fragment = _PARQUET.make_fragment(self.path, filesystem=self.afs, row_groups=self.ids)
+                self._batches = iter(
+                    fragment.to_batches(
+                        columns=self.columns,
+                        filter=self.filter_expr,
+                        batch_size=self.batch_rows,
+                        batch_readahead=self.readahead,
+                        fragment_readahead=1,
+                        use_threads=True,
+                    )
+                )
+            return next(self._batches, None)
+        except (OSError, pa.ArrowException, ValueError, IndexError) as exc:
+            raise _read_error(self.fileio, self.path, exc) from (None if isinstance(exc, FileNotFoundError) else exc)
+
+    def take(self, rows: int) -> pa.Table:
+        """The next ``rows`` rows (fewer: the file is shorter than its metadata says, an error)."""
+        batches: list[pa.RecordBatch] = []
+        got = 0
+        while got < rows:
+            batch = self._next()
+            if batch is None:
+                raise DataFileError(self.path, f"holds {got} rows where its row groups recorded {rows} (corrupt?)")
+            if got + batch.num_rows > rows:
+                self._held = batch.slice(rows - got)
+                batch = batch.slice(0, rows - got)
+            batches.append(batch)
+            got += batch.num_rows
+        return pa.Table.from_batches(batches, schema=batches[0].schema) if batches else self._empty()
+
+    def __iter__(self) -> Iterator[pa.Table]:
+        got = 0
+        while (batch := self._next()) is not None:
+            got += batch.num_rows
+            yield pa.Table.from_batches([batch])
+        if self.filter_expr is None and self.expected is not None and got != self.expected:
+            raise DataFileError(self.path, f"holds {got} rows but the table recorded {self.expected} (corrupt?)")
+
+    def _empty(self) -> pa.Table:
+        try:
+            with self.afs.open_input_file(self.path) as source:
+                return pq.ParquetFile(source).schema_arrow.empty_table().select(self.columns)
+        except (OSError, pa.ArrowException, ValueError, IndexError) as exc:
+            raise _read_error(self.fileio, self.path, exc) from exc
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,10 @@ class _Failed:
 
 
 def ordered_streams(
-    items: Iterable[T], produce: Callable[[T], Iterator[R]], workers: int, depth: int = 2
+    items: Iterable[T], produce: Callable[[T], Iterator[R]], workers: int, depth: int | None = 2
 ) -> Iterator[R]:
-    """Everything ``produce(item)`` yields, for every item in order, produced by ``workers`` threads."""
+    """Everything ``produce(item)`` yields, for every item in order, produced by ``workers`` threads
+    (``depth=None``: each stream runs ahead as far as it can, for a consumer that keeps everything anyway)."""
     stop = threading.Event()
 
     def put(q: queue.Queue[Any], value: Any) -> bool:
@@ -65,7 +66,7 @@ def ordered_streams(
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mergetable-read") as pool:
         try:
             for item in items:
-                q: queue.Queue[Any] = queue.Queue(maxsize=depth)
+                q: queue.Queue[Any] = queue.Queue(maxsize=0 if depth is None else max(1, depth))
                 pool.submit(run, item, q)
                 open_streams.append(q)
                 if len(open_streams) >= workers:

@@ -29,8 +29,14 @@ from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from mergetable.merge import MergeFunction
 from mergetable.merge.base import WRITE_MASK, drop_write_mask, with_write_mask
 from mergetable.metadata.models import DataFileMeta
-from mergetable.read.datafile import RowGroupSlice, group_slices, read_data_file, row_group_stats
-from mergetable.read.key_ranges import range_filter
+from mergetable.read.datafile import (
+    RowGroupSlice,
+    RowGroupStream,
+    group_slices,
+    read_data_file,
+    row_group_stats,
+)
+from mergetable.read.key_ranges import KeyRange, exact_first_key, range_filter
 from mergetable.read.order import effective_sequence, oldest_first, sequence_ordered
 from mergetable.read.parallel import ordered_streams
 from mergetable.read.projection import FileProjection
@@ -136,10 +142,17 @@ class SplitReader:
         ``sequenced=False``: ``_SEQUENCE_NUMBER`` is replaced by the file's maximum (valid when runs are
         merged in sequence order, see merged_section)."""
         path = self.paths.data_file(split.partition, split.bucket, f.file_name)
-        columns, schema = (self.plain_columns, self.plain_schema) if plain else (self.read_columns, self.read_schema)
-        if not plain and not sequenced:
-            columns = self.unsequenced_columns
-        table = self._read_columns(path, f, columns, filter_expr, row_groups)
+        table = self._read_columns(path, f, self._file_columns(plain, sequenced), filter_expr, row_groups)
+        return self._as_read(table, f, plain, sequenced)
+
+    def _file_columns(self, plain: bool, sequenced: bool) -> list[str]:
+        if plain:
+            return self.plain_columns
+        return self.read_columns if sequenced else self.unsequenced_columns
+
+    def _as_read(self, table: pa.Table, f: DataFileMeta, plain: bool, sequenced: bool) -> pa.Table:
+        """Rows read from ``f`` (:meth:`_file_columns`) as the reader's key-value (or ``plain``) schema."""
+        schema = self.plain_schema if plain else self.read_schema
         if not plain and not sequenced:
             seq = pa.array(np.full(table.num_rows, f.max_sequence_number, dtype=np.int64))
             table = table.append_column(SEQUENCE_NUMBER, seq).select(self.read_columns)
@@ -151,6 +164,25 @@ class SplitReader:
             p = self.projection(f.schema_id)
             table = with_write_mask(table, self.schema, p.written_names(f.write_cols) if p else f.write_cols)
         return table
+
+    def stream_file(
+        self,
+        split: Split,
+        f: DataFileMeta,
+        columns: Sequence[str],
+        ids: Sequence[int] | None,
+        ahead_bytes: int,
+        row_bytes: float,
+        filter_expr: pc.Expression | None = None,
+    ) -> RowGroupStream | None:
+        """Row groups ``ids`` (None: all) of ``f`` decoded about ``ahead_bytes`` ahead of their consumer (rows of
+        about ``row_bytes`` each); None when ``f`` has another schema (read with :meth:`read_file` instead)."""
+        if self.projection(f.schema_id) is not None:
+            return None
+        path = self.paths.data_file(split.partition, split.bucket, f.file_name)
+        ahead = int(ahead_bytes / max(1.0, row_bytes))
+        expected = f.row_count if ids is None else None
+        return RowGroupStream(self.fileio, self.afs, path, ids, columns, self.piece_rows, ahead, filter_expr, expected)
 
     # -- sections -------------------------------------------------------------------------------
     def merged_section(
@@ -206,12 +238,15 @@ class SplitReader:
         runs: Sequence[Sequence[DataFileMeta]],
         exact_sequence: bool = True,
         window_bytes: int | None = None,
+        visible: bool = False,
     ) -> Iterator[pa.Table]:
-        """:meth:`merged_section`, streamed window by window (key order; the same rows in the same order)."""
+        """:meth:`merged_section`, streamed window by window (key order; the same rows in the same order);
+        ``visible``: each window as :meth:`finish` makes it (a reader's rows)."""
         partial = any(f.write_cols is not None for r in runs for f in r)
         key = self.window_key
         if key is None:
-            yield self.merged_section(split, runs, exact_sequence)
+            kv = self.merged_section(split, runs, exact_sequence)
+            yield self.finish(kv) if visible else kv
             return
         files = oldest_first(f for r in runs for f in r)
         seq_ordered = sequence_ordered(files)
@@ -221,28 +256,63 @@ class SplitReader:
         key_type = self.read_schema.field(key).type
 
         key_filter = self.split_filters(split)[0]
+        # Without a key predicate of the user's, files are decoded ahead of the merge as streams and a key-range
+        # split prunes row groups by their statistics itself (integer keys: exact statistics).
+        stream = self.key_filter is None and (split.key_range is None or pa.types.is_integer(key_type))
+        streams: dict[str, RowGroupStream | None] = {}
+        inside: set[tuple[str, tuple[int, ...]]] = set()  # slices wholly within the split's key range
 
-        def load(f: DataFileMeta, part: RowGroupSlice | None) -> pa.Table:
-            table = self.read_file(split, f, key_filter, sequenced=sequenced, row_groups=part)
+        def load(f: DataFileMeta, part: RowGroupSlice) -> pa.Table:
+            source = streams.get(f.file_name)
+            if source is None:
+                table = self.read_file(split, f, key_filter, sequenced=sequenced, row_groups=part if part.ids else None)
+            else:
+                table = self._as_read(source.take(part.rows), f, False, sequenced)
+                if key_filter is not None and (f.file_name, part.ids) not in inside:
+                    table = table.filter(key_filter)
             if partial and WRITE_MASK not in table.schema.names:
                 table = with_write_mask(table, self.schema)
             return table
 
+        def pending(f: DataFileMeta) -> list[tuple[DataFileMeta, RowGroupSlice]]:
+            parts = [s or _whole(f, key_type) for s in self.slices(split, f, budget)]
+            if not stream:
+                return [(f, p) for p in parts]
+            kept = _in_range(f, parts, split.key_range, key_type, inside)
+            ids = None if len(parts) == 1 and not parts[0].ids else [i for p in kept for i in p.ids]
+            rows = sum(p.rows for p in parts)
+            row_bytes = sum(p.nbytes for p in parts) / max(1, rows)
+            columns = self._file_columns(False, sequenced)
+            if kept:
+                streams[f.file_name] = self.stream_file(split, f, columns, ids, budget, row_bytes)
+            return [(f, p) for p in kept]
+
         cursors = [
-            RunCursor(
-                deque((f, s or _whole(f, key_type)) for f in run for s in self.slices(split, f, budget)),
-                piece_rows=self.piece_rows,
-            )
-            for run in runs
+            RunCursor(deque(item for f in run for item in pending(f)), piece_rows=self.piece_rows) for run in runs
         ]
         single = len(runs) == 1 and not partial
-        for pieces in windows(cursors, key, lambda f, s: load(f, s if s.ids else None), True):
+        for pieces in windows(cursors, key, load, True):
             if single:
-                yield _concat([t for _, t in pieces], self.read_schema)
+                kv = _concat([t for _, t in pieces], self.read_schema)
+                yield self.finish(kv) if visible else kv
                 continue
             pieces.sort(key=lambda p: age[p[0].file_name])  # stable: a file's pieces stay in key order
             rows = _concat([t for _, t in pieces], pieces[0][1].schema)
-            yield drop_write_mask(self.merge_function.merge(rows, seq_ordered=seq_ordered))
+            if visible:
+                yield self._visible(rows, seq_ordered)
+            else:
+                yield drop_write_mask(self.merge_function.merge(rows, seq_ordered=seq_ordered))
+
+    def _visible(self, rows: pa.Table, seq_ordered: bool) -> pa.Table:
+        """``finish(merge(rows))``; when the merge selects rows, only the columns a reader returns are taken."""
+        idx = self.merge_function.survivors(rows, seq_ordered)
+        if idx is None:
+            return self.finish(drop_write_mask(self.merge_function.merge(rows, seq_ordered=seq_ordered)))
+        kinds = np.asarray(rows.column(VALUE_KIND).to_numpy())[idx]
+        retract = is_retract(kinds)
+        if retract.any():
+            idx = idx[~retract]
+        return self._user_rows(rows.select(self.plain_columns).take(pa.array(idx)))
 
     def read_split_kv(self, split: Split) -> Iterator[pa.Table]:
         for runs in split.sections:
@@ -254,21 +324,42 @@ class SplitReader:
         for runs in split.sections:
             if len(runs) == 1 and all(not f.delete_row_count and f.write_cols is None for f in runs[0]):
                 for f in runs[0]:
-                    for part in self.slices(split, f, window_bytes or self.window_bytes):
-                        table = self.read_file(split, f, filter_expr, plain=True, row_groups=part)
+                    for table in self._plain_file(split, f, filter_expr, window_bytes or self.window_bytes):
                         if table.num_rows:
-                            yield table.select(self.columns).cast(self.out_schema)
+                            yield self._projected(table)
                 continue
-            for kv in self.merged_windows(split, runs, False, window_bytes):
-                out = self.finish(kv)
+            for out in self.merged_windows(split, runs, False, window_bytes, visible=True):
                 if out.num_rows:
                     yield out
 
-    def read_splits(self, splits: Iterable[Split], workers: int | None = None) -> Iterator[pa.Table]:
+    def _plain_file(
+        self, split: Split, f: DataFileMeta, filter_expr: pc.Expression | None, budget: int
+    ) -> Iterator[pa.Table]:
+        """The user columns of ``f`` (rows matching ``filter_expr``), decoded about ``budget`` bytes ahead."""
+        path = self.paths.data_file(split.partition, split.bucket, f.file_name)
+        if f.file_size * 4 <= budget:  # small: no need to read its footer first
+            groups = [RowGroupSlice((), f.row_count, f.file_size * 4)]
+        else:
+            groups = row_group_stats(self.fileio, self.afs, path, None)
+        row_bytes = sum(g.nbytes for g in groups) / max(1, sum(g.rows for g in groups))
+        pushed = filter_expr if self.row_group_pruning else None
+        source = self.stream_file(split, f, self.plain_columns, None, budget, row_bytes, pushed)
+        if source is None:
+            for part in group_slices(groups, budget):
+                yield self.read_file(split, f, filter_expr, plain=True, row_groups=part if part.ids else None)
+            return
+        for table in source:
+            table = self._as_read(table, f, True, True)
+            yield table if pushed is not None or filter_expr is None else table.filter(filter_expr)
+
+    def read_splits(
+        self, splits: Iterable[Split], workers: int | None = None, ahead: int | None = 1
+    ) -> Iterator[pa.Table]:
         """Visible rows of several splits, read by a thread pool, in split order.
 
-        At most ``workers`` splits are read at once, sharing one window budget, each one window ahead, so
-        memory stays bounded for streaming scans.
+        At most ``workers`` splits are read at once, sharing one window budget, each ``ahead`` windows ahead of
+        the consumer, so memory stays bounded for streaming scans (``ahead=None``: as far as they can, for a
+        consumer that keeps every row anyway).
         """
         if isinstance(splits, Sequence) and len(splits) <= 1:
             for split in splits:
@@ -276,11 +367,13 @@ class SplitReader:
             return
         workers = workers or min(8, os.cpu_count() or 1)
         share = max(1, self.window_bytes // workers)  # the workers share one window budget
-        yield from ordered_streams(splits, lambda split: self.read_split(split, share), workers, depth=1)
+        yield from ordered_streams(splits, lambda split: self.read_split(split, share), workers, depth=ahead)
 
-    def batches(self, splits: Iterable[Split], workers: int | None = None) -> Iterator[pa.RecordBatch]:
+    def batches(
+        self, splits: Iterable[Split], workers: int | None = None, ahead: int | None = 1
+    ) -> Iterator[pa.RecordBatch]:
         """:meth:`read_splits` as record batches of at most ``read.batch-size`` rows."""
-        for table in self.read_splits(splits, workers):
+        for table in self.read_splits(splits, workers, ahead):
             yield from table.to_batches(max_chunksize=self.batch_size)
 
     def finish(self, kv: pa.Table) -> pa.Table:
@@ -289,9 +382,46 @@ class SplitReader:
         retract = is_retract(kinds)
         if retract.any():
             kv = kv.filter(pa.array(~retract))
-        if self.filter_expr is not None and kv.num_rows:
-            kv = kv.filter(self.filter_expr)
-        return kv.select(self.columns).cast(self.out_schema)
+        return self._user_rows(kv)
+
+    def _user_rows(self, rows: pa.Table) -> pa.Table:
+        """Visible ``rows`` filtered exactly and projected to the user's columns."""
+        if self.filter_expr is not None and rows.num_rows:
+            rows = rows.filter(self.filter_expr)
+        return self._projected(rows)
+
+    def _projected(self, rows: pa.Table) -> pa.Table:
+        rows = rows.select(self.columns)
+        return rows if rows.schema.equals(self.out_schema) else rows.cast(self.out_schema)
+
+
+def _in_range(
+    f: DataFileMeta,
+    parts: Sequence[RowGroupSlice],
+    key_range: KeyRange | None,
+    key_type: pa.DataType,
+    inside: set[tuple[str, tuple[int, ...]]],
+) -> list[RowGroupSlice]:
+    """The slices of ``f`` (in key order) that may hold keys of ``key_range``, by their first keys' statistics
+    (exact for integer keys: a slice ends at or before the next one's first key, the last one at the file's
+    last key); those wholly within the range are added to ``inside``."""
+    if key_range is None:
+        inside.update((f.file_name, p.ids) for p in parts)
+        return list(parts)
+    low, high = key_range
+    kept = []
+    for i, p in enumerate(parts):
+        upper = parts[i + 1].min_key if i + 1 < len(parts) else exact_first_key(f, 1, key_type)
+        if high is not None and p.min_key is not None and p.min_key >= high:
+            continue
+        if low is not None and upper is not None and upper < low:
+            continue
+        kept.append(p)
+        above = low is None or (p.min_key is not None and p.min_key >= low)
+        below = high is None or (upper is not None and upper < high)
+        if above and below:
+            inside.add((f.file_name, p.ids))
+    return kept
 
 
 def _whole(f: DataFileMeta, key_type: pa.DataType) -> RowGroupSlice:

@@ -137,8 +137,8 @@ def test_read_stops_reading_after_limit_rows(table: mt.Table, monkeypatch: pytes
     splits_read: list[int] = []
     original = SplitReader.read_splits
 
-    def counting(self: SplitReader, splits: Any, workers: int | None = None) -> Any:
-        for out in original(self, splits, workers):
+    def counting(self: SplitReader, splits: Any, *args: Any, **kwargs: Any) -> Any:
+        for out in original(self, splits, *args, **kwargs):
             splits_read.append(out.num_rows)
             yield out
 

@@ -49,3 +49,29 @@ def test_single_byte_flips_never_return_different_rows(tmp_path: Path) -> None:
     path.write_bytes(original)
     assert errors > len(original) // stride // 2
     assert mt.open_table(uri).read().equals(expected)
+
+
+def test_byte_flips_in_a_merged_run_never_return_different_rows(tmp_path: Path) -> None:
+    stride = 11
+    uri = str(tmp_path / "t")
+    t = mt.create_table(uri, SCHEMA, primary_key=["id"], options={"write-only": "true"})
+    t.write(_rows(300))
+    t.write(_rows(200).set_column(1, "v", pa.array(["new"] * 200)))
+    expected = t.read()
+    newest = max(t.files(), key=lambda f: f[2].max_sequence_number)
+    path = Path(t.fileio.join(f"bucket-{newest[1]}", newest[2].file_name))
+    original = path.read_bytes()
+    errors = 0
+    for pos in range(0, len(original), stride):
+        flipped = bytearray(original)
+        flipped[pos] ^= 0xFF
+        path.write_bytes(bytes(flipped))
+        try:
+            got = mt.open_table(uri).read()
+        except mt.DataFileError as exc:
+            assert newest[2].file_name in str(exc)
+            errors += 1
+        else:
+            assert got.equals(expected), f"a flip at byte {pos} of {len(original)} changed the rows silently"
+    path.write_bytes(original)
+    assert errors > len(original) // stride // 2

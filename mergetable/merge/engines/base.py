@@ -61,6 +61,10 @@ class EngineBase:
         names = set(rows.column_names)
         return [c for c in self.value_columns if c in names]
 
+    def survivors(self, rows: pa.Table, seq_ordered: bool = False) -> np.ndarray | None:
+        """See :meth:`MergeFunction.survivors`: None, the merge computes its rows."""
+        return None
+
     # -- deletes ------------------------------------------------------------------------------------
     def drop_deletes(self, rows: pa.Table, *, ignore: bool) -> pa.Table:
         """Apply ``table.delete.behavior`` / ``ignore-update-before`` and, if ``ignore``, drop retractions."""

@@ -17,7 +17,8 @@ import pyarrow as pa
 
 from mergetable.core.options import DeleteBehavior
 from mergetable.core.rowkind import RowKind, is_retract
-from mergetable.core.schema import TableSchema
+from mergetable.core.schema import VALUE_KIND, TableSchema
+from mergetable.merge.base import WRITE_MASK
 from mergetable.merge.engines.base import EngineBase, assemble
 from mergetable.merge.layout import Layout
 
@@ -37,6 +38,17 @@ class Deduplicate(EngineBase):
         if masks is None or bool(self.covers(masks, self.value_bits).all()):
             return rows.take(pa.array(layout.phys(layout.last_pos)))
         return self._merge_masked(layout, masks)
+
+    def survivors(self, rows: pa.Table, seq_ordered: bool = False) -> np.ndarray | None:
+        """The newest record of each key, unless some rows carry write masks or retractions are dropped first."""
+        if WRITE_MASK in rows.column_names or rows.num_rows == 0:
+            return None
+        drops = self.delete_behavior in (DeleteBehavior.IGNORE, DeleteBehavior.DISABLE)
+        if self.ignore_delete or drops or self.opts.ignore_update_before:  # merge() drops (or refuses) retractions
+            if bool(is_retract(np.asarray(rows.column(VALUE_KIND).to_numpy())).any()):
+                return None
+        layout = Layout.build(rows, self.keys, self.seq_fields, self.seq_descending, seq_ordered)
+        return layout.phys(layout.last_pos)
 
     def _merge_masked(self, layout: Layout, masks: np.ndarray) -> pa.Table:
         kinds = layout.kinds

@@ -14,7 +14,7 @@ import pyarrow as pa
 from mergetable.core.errors import MergeError
 from mergetable.core.options import DeleteBehavior
 from mergetable.core.rowkind import is_retract
-from mergetable.core.schema import TableSchema
+from mergetable.core.schema import VALUE_KIND, TableSchema
 from mergetable.merge.engines.base import EngineBase
 from mergetable.merge.layout import Layout
 
@@ -40,6 +40,13 @@ class FirstRow(EngineBase):
             if bool(np.any(retract & multi[layout.gid])):
                 raise MergeError(FIRST_ROW_DELETE)
         return rows.take(pa.array(layout.phys(layout.first_pos)))
+
+    def survivors(self, rows: pa.Table, seq_ordered: bool = False) -> np.ndarray | None:
+        """The oldest record of each key (None when retractions need checking: :meth:`merge` does that)."""
+        if rows.num_rows == 0 or bool(is_retract(np.asarray(rows.column(VALUE_KIND).to_numpy())).any()):
+            return None
+        layout = Layout.build(rows, self.keys, (), False, seq_ordered)
+        return layout.phys(layout.first_pos)
 
 
 __all__ = ["FIRST_ROW_DELETE", "FirstRow"]
