@@ -9,6 +9,7 @@ naming the file.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ import pyarrow.parquet as pq
 from mergetable.core.errors import DataFileError
 from mergetable.core.fileio import FileIO
 from mergetable.metadata.models import DataFileMeta
+from mergetable.read.parallel import Prefetched
 
 
 def read_data_file(
@@ -61,13 +63,29 @@ def read_data_file(
     return table if pushed is not None or filter_expr is None else table.filter(filter_expr)
 
 
+def _decode(
+    afs: pafs.FileSystem,
+    path: str,
+    groups: Sequence[Sequence[int]] | None,
+    columns: Sequence[str],
+    batch_rows: int,
+) -> Iterator[pa.RecordBatch]:
+    """The batches of row groups ``groups`` of a file, group after group (Arrow's threads decode a group)."""
+    for ids in [None] if groups is None else groups:
+        table = _read_row_groups(afs, path, ids, columns, None)
+        batches = deque(table.to_batches(max_chunksize=batch_rows))
+        del table  # held only by its batches: each is released once its consumer is done with it
+        while batches:
+            yield batches.popleft()
+
+
 def _read_row_groups(
-    afs: pafs.FileSystem, path: str, ids: Sequence[int], columns: Sequence[str], pushed: pc.Expression | None
+    afs: pafs.FileSystem, path: str, ids: Sequence[int] | None, columns: Sequence[str], pushed: pc.Expression | None
 ) -> pa.Table:
-    """Row groups ``ids`` in file order, those that ``pushed`` cannot rule out by their statistics, filtered
+    """Row groups ``ids`` (None: all) in file order, those that ``pushed`` cannot rule out by their statistics, filtered
     by it. Read as a dataset fragment: Arrow's scanner decodes in batches and in parallel, about 1.7x faster
     than ``ParquetFile.read_row_groups`` on the same row groups (and it keeps their order)."""
-    fragment = _PARQUET.make_fragment(path, filesystem=afs, row_groups=list(ids))
+    fragment = _PARQUET.make_fragment(path, filesystem=afs, row_groups=None if ids is None else list(ids))
     return fragment.to_table(columns=list(columns), filter=pushed, use_threads=True)
 
 
@@ -77,12 +95,12 @@ _PARQUET = ds.ParquetFileFormat(
 
 
 class RowGroupStream:
-    """Row groups of one data file (``ids``; None: all), decoded ahead by Arrow's thread pool and taken in
-    file order: the decoder runs at most about ``readahead_rows`` rows ahead of the consumer, so decoding
-    overlaps the work done on the rows already taken while memory stays bounded.
+    """Row groups of one data file, read ``groups`` at a time (each a list of row-group ids read together; None:
+    the whole file at once) and taken in file order. With ``readahead_rows``, a thread of their own reads them
+    ahead of the consumer, keeping at most about that many decoded rows queued (plus the group being read), so
+    decoding overlaps the work done on the rows already taken; without, each group is read when needed.
 
-    Page checksums are verified. :meth:`take` (only without ``filter_expr``) checks it got the rows the
-    row-group metadata promised; iterating checks the total against ``expected`` when nothing is filtered.
+    Page checksums are verified, and :meth:`take` checks it got the rows the row-group metadata promised.
     """
 
     def __init__(
@@ -90,20 +108,16 @@ class RowGroupStream:
         fileio: FileIO,
         afs: pafs.FileSystem,
         path: str,
-        ids: Sequence[int] | None,
+        groups: Sequence[Sequence[int]] | None,
         columns: Sequence[str],
         batch_rows: int,
         readahead_rows: int,
-        filter_expr: pc.Expression | None = None,
-        expected: int | None = None,
     ) -> None:
         self.fileio, self.afs, self.path = fileio, afs, path
-        self.ids = None if ids is None else list(ids)
+        self.groups = None if groups is None else [list(g) for g in groups]
         self.columns = list(columns)
         self.batch_rows = max(1, batch_rows)
-        self.readahead = max(1, readahead_rows // self.batch_rows)
-        self.filter_expr = filter_expr
-        self.expected = expected
+        self.readahead = -(-max(0, readahead_rows) // self.batch_rows)
         self._batches: Iterator[pa.RecordBatch] | None = None
         self._held: pa.RecordBatch | None = None
 
@@ -113,20 +127,16 @@ class RowGroupStream:
             return batch
         try:
             if self._batches is None:
-                fragment = _PARQUET.make_fragment(self.path, filesystem=self.afs, row_groups=self.ids)
-                self._batches = iter(
-                    fragment.to_batches(
-                        columns=self.columns,
-                        filter=self.filter_expr,
-                        batch_size=self.batch_rows,
-                        batch_readahead=self.readahead,
-                        fragment_readahead=1,
-                        use_threads=True,
-                    )
-                )
+                source = _decode(self.afs, self.path, self.groups, self.columns, self.batch_rows)
+                self._batches = Prefetched(source, self.readahead) if self.readahead else source
             return next(self._batches, None)
         except (OSError, pa.ArrowException, ValueError, IndexError) as exc:
             raise _read_error(self.fileio, self.path, exc) from (None if isinstance(exc, FileNotFoundError) else exc)
+
+    def close(self) -> None:
+        """Stop reading ahead (the stream ends here)."""
+        if isinstance(self._batches, Prefetched):
+            self._batches.close()
 
     def take(self, rows: int) -> pa.Table:
         """The next ``rows`` rows (fewer: the file is shorter than its metadata says, an error)."""
@@ -142,14 +152,6 @@ class RowGroupStream:
             batches.append(batch)
             got += batch.num_rows
         return pa.Table.from_batches(batches, schema=batches[0].schema) if batches else self._empty()
-
-    def __iter__(self) -> Iterator[pa.Table]:
-        got = 0
-        while (batch := self._next()) is not None:
-            got += batch.num_rows
-            yield pa.Table.from_batches([batch])
-        if self.filter_expr is None and self.expected is not None and got != self.expected:
-            raise DataFileError(self.path, f"holds {got} rows but the table recorded {self.expected} (corrupt?)")
 
     def _empty(self) -> pa.Table:
         try:
@@ -227,3 +229,12 @@ def group_slices(slices: Sequence[RowGroupSlice], budget: int) -> list[RowGroupS
         else:
             out.append(s)
     return out
+
+
+def whole_file(f: DataFileMeta, key_type: pa.DataType) -> RowGroupSlice:
+    """A whole file as one slice; its first key from the file's metadata where that is exact (ints, strings)."""
+    low = f.min_key[0] if f.min_key else None
+    exact = (pa.types.is_integer(key_type) and isinstance(low, int)) or (
+        (pa.types.is_string(key_type) or pa.types.is_large_string(key_type)) and isinstance(low, str)
+    )
+    return RowGroupSlice((), f.row_count, f.file_size, low if exact else None)

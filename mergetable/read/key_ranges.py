@@ -95,3 +95,32 @@ def range_filter(key: str, t: pa.DataType, key_range: KeyRange) -> pc.Expression
         upper = pc.field(key) < pa.scalar(high, t)
         expr = upper if expr is None else expr & upper
     return expr
+
+
+def slices_in_range(
+    f: DataFileMeta,
+    parts: Sequence[RowGroupSlice],
+    key_range: KeyRange | None,
+    key_type: pa.DataType,
+    inside: set[tuple[str, tuple[int, ...]]],
+) -> list[RowGroupSlice]:
+    """The slices of ``f`` (in key order) that may hold keys of ``key_range``, by their first keys' statistics
+    (exact for integer keys: a slice ends at or before the next one's first key, the last one at the file's
+    last key); those wholly within the range are added to ``inside``."""
+    if key_range is None:
+        inside.update((f.file_name, p.ids) for p in parts)
+        return list(parts)
+    low, high = key_range
+    kept = []
+    for i, p in enumerate(parts):
+        upper = parts[i + 1].min_key if i + 1 < len(parts) else exact_first_key(f, 1, key_type)
+        if high is not None and p.min_key is not None and p.min_key >= high:
+            continue
+        if low is not None and upper is not None and upper < low:
+            continue
+        kept.append(p)
+        above = low is None or (p.min_key is not None and p.min_key >= low)
+        below = high is None or (upper is not None and upper < high)
+        if above and below:
+            inside.add((f.file_name, p.ids))
+    return kept

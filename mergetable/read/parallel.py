@@ -75,3 +75,59 @@ def ordered_streams(
                 yield from drain(open_streams.popleft())
         finally:
             stop.set()
+
+
+class Prefetched(Iterator[R]):
+    """An iterator read ahead by a daemon thread into a queue of ``depth`` items.
+
+    The thread holds only the source iterator, never this object: once the consumer calls :meth:`close` or drops
+    this object, the thread stops at its next item (it never blocks for longer than a poll interval), so a
+    consumer that stops early leaves nothing running and nothing is joined from a finalizer.
+    """
+
+    def __init__(self, source: Iterator[R], depth: int, name: str = "mergetable-prefetch") -> None:
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=max(1, depth))
+        self._stop = threading.Event()
+        self._done = False
+        args = (source, self._queue, self._stop)
+        threading.Thread(target=_prefetch, args=args, name=name, daemon=True).start()
+
+    def __next__(self) -> R:
+        if self._done:
+            raise StopIteration
+        value = self._queue.get()
+        if value is _DONE:
+            self._done = True
+            raise StopIteration
+        if isinstance(value, _Failed):
+            self._done = True
+            raise value.error
+        return value
+
+    def close(self) -> None:
+        """Stop the thread (at its next item)."""
+        self._done = True
+        self._stop.set()
+
+    def __del__(self) -> None:
+        self._stop.set()
+
+
+def _prefetch(source: Iterator[Any], q: queue.Queue[Any], stop: threading.Event) -> None:
+    def put(value: Any) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(value, timeout=_POLL_SECONDS)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    try:
+        for item in source:
+            if not put(item):
+                return
+    except BaseException as exc:  # handed to the consumer, which raises it
+        put(_Failed(exc))
+        return
+    put(_DONE)

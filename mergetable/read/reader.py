@@ -35,8 +35,9 @@ from mergetable.read.datafile import (
     group_slices,
     read_data_file,
     row_group_stats,
+    whole_file,
 )
-from mergetable.read.key_ranges import KeyRange, exact_first_key, range_filter
+from mergetable.read.key_ranges import range_filter, slices_in_range
 from mergetable.read.order import effective_sequence, oldest_first, sequence_ordered
 from mergetable.read.parallel import ordered_streams
 from mergetable.read.projection import FileProjection
@@ -170,19 +171,18 @@ class SplitReader:
         split: Split,
         f: DataFileMeta,
         columns: Sequence[str],
-        ids: Sequence[int] | None,
+        groups: Sequence[Sequence[int]] | None,
         ahead_bytes: int,
         row_bytes: float,
-        filter_expr: pc.Expression | None = None,
     ) -> RowGroupStream | None:
-        """Row groups ``ids`` (None: all) of ``f`` decoded about ``ahead_bytes`` ahead of their consumer (rows of
-        about ``row_bytes`` each); None when ``f`` has another schema (read with :meth:`read_file` instead)."""
+        """Row groups of ``f``, read ``groups`` at a time (None: the whole file at once), decoded about
+        ``ahead_bytes`` ahead of their consumer (rows of about ``row_bytes`` each); None when ``f`` has another
+        schema (read with :meth:`read_file` instead)."""
         if self.projection(f.schema_id) is not None:
             return None
         path = self.paths.data_file(split.partition, split.bucket, f.file_name)
         ahead = int(ahead_bytes / max(1.0, row_bytes))
-        expected = f.row_count if ids is None else None
-        return RowGroupStream(self.fileio, self.afs, path, ids, columns, self.piece_rows, ahead, filter_expr, expected)
+        return RowGroupStream(self.fileio, self.afs, path, groups, columns, self.piece_rows, ahead)
 
     # -- sections -------------------------------------------------------------------------------
     def merged_section(
@@ -239,9 +239,11 @@ class SplitReader:
         exact_sequence: bool = True,
         window_bytes: int | None = None,
         visible: bool = False,
+        prefetch: bool = False,
     ) -> Iterator[pa.Table]:
         """:meth:`merged_section`, streamed window by window (key order; the same rows in the same order);
-        ``visible``: each window as :meth:`finish` makes it (a reader's rows)."""
+        ``visible``: each window as :meth:`finish` makes it (a reader's rows); ``prefetch``: files are decoded
+        ahead of the merge by threads of their own (faster; up to twice the row groups in memory)."""
         partial = any(f.write_cols is not None for r in runs for f in r)
         key = self.window_key
         if key is None:
@@ -275,33 +277,39 @@ class SplitReader:
             return table
 
         def pending(f: DataFileMeta) -> list[tuple[DataFileMeta, RowGroupSlice]]:
-            parts = [s or _whole(f, key_type) for s in self.slices(split, f, budget)]
+            parts = [s or whole_file(f, key_type) for s in self.slices(split, f, budget)]
             if not stream:
                 return [(f, p) for p in parts]
-            kept = _in_range(f, parts, split.key_range, key_type, inside)
-            ids = None if len(parts) == 1 and not parts[0].ids else [i for p in kept for i in p.ids]
+            kept = slices_in_range(f, parts, split.key_range, key_type, inside)
+            groups = None if len(parts) == 1 and not parts[0].ids else [p.ids for p in kept]
             rows = sum(p.rows for p in parts)
             row_bytes = sum(p.nbytes for p in parts) / max(1, rows)
             columns = self._file_columns(False, sequenced)
             if kept:
-                streams[f.file_name] = self.stream_file(split, f, columns, ids, budget, row_bytes)
+                ahead = budget if prefetch else 0
+                streams[f.file_name] = self.stream_file(split, f, columns, groups, ahead, row_bytes)
             return [(f, p) for p in kept]
 
         cursors = [
             RunCursor(deque(item for f in run for item in pending(f)), piece_rows=self.piece_rows) for run in runs
         ]
         single = len(runs) == 1 and not partial
-        for pieces in windows(cursors, key, load, True):
-            if single:
-                kv = _concat([t for _, t in pieces], self.read_schema)
-                yield self.finish(kv) if visible else kv
-                continue
-            pieces.sort(key=lambda p: age[p[0].file_name])  # stable: a file's pieces stay in key order
-            rows = _concat([t for _, t in pieces], pieces[0][1].schema)
-            if visible:
-                yield self._visible(rows, seq_ordered)
-            else:
-                yield drop_write_mask(self.merge_function.merge(rows, seq_ordered=seq_ordered))
+        try:
+            for pieces in windows(cursors, key, load, True):
+                if single:
+                    kv = _concat([t for _, t in pieces], self.read_schema)
+                    yield self.finish(kv) if visible else kv
+                    continue
+                pieces.sort(key=lambda p: age[p[0].file_name])  # stable: a file's pieces stay in key order
+                rows = _concat([t for _, t in pieces], pieces[0][1].schema)
+                if visible:
+                    yield self._visible(rows, seq_ordered)
+                else:
+                    yield drop_write_mask(self.merge_function.merge(rows, seq_ordered=seq_ordered))
+        finally:
+            for source in streams.values():
+                if source is not None:
+                    source.close()
 
     def _visible(self, rows: pa.Table, seq_ordered: bool) -> pa.Table:
         """``finish(merge(rows))``; when the merge selects rows, only the columns a reader returns are taken."""
@@ -318,39 +326,32 @@ class SplitReader:
         for runs in split.sections:
             yield self.merged_section(split, runs)
 
-    def read_split(self, split: Split, window_bytes: int | None = None) -> Iterator[pa.Table]:
-        """Visible rows of a split (user columns), a section at a time, each in windows of bounded size."""
+    def read_split(self, split: Split, window_bytes: int | None = None, prefetch: bool = False) -> Iterator[pa.Table]:
+        """Visible rows of a split (user columns), a section at a time, each in windows of bounded size
+        (``prefetch``: see :meth:`merged_windows`)."""
         filter_expr = self.split_filters(split)[1]
         for runs in split.sections:
             if len(runs) == 1 and all(not f.delete_row_count and f.write_cols is None for f in runs[0]):
                 for f in runs[0]:
-                    for table in self._plain_file(split, f, filter_expr, window_bytes or self.window_bytes):
+                    budget = window_bytes or self.window_bytes
+                    for table in self._plain_file(split, f, filter_expr, budget, prefetch):
                         if table.num_rows:
                             yield self._projected(table)
                 continue
-            for out in self.merged_windows(split, runs, False, window_bytes, visible=True):
+            for out in self.merged_windows(split, runs, False, window_bytes, visible=True, prefetch=prefetch):
                 if out.num_rows:
                     yield out
 
     def _plain_file(
-        self, split: Split, f: DataFileMeta, filter_expr: pc.Expression | None, budget: int
+        self, split: Split, f: DataFileMeta, filter_expr: pc.Expression | None, budget: int, whole: bool
     ) -> Iterator[pa.Table]:
-        """The user columns of ``f`` (rows matching ``filter_expr``), decoded about ``budget`` bytes ahead."""
-        path = self.paths.data_file(split.partition, split.bucket, f.file_name)
-        if f.file_size * 4 <= budget:  # small: no need to read its footer first
-            groups = [RowGroupSlice((), f.row_count, f.file_size * 4)]
-        else:
-            groups = row_group_stats(self.fileio, self.afs, path, None)
-        row_bytes = sum(g.nbytes for g in groups) / max(1, sum(g.rows for g in groups))
-        pushed = filter_expr if self.row_group_pruning else None
-        source = self.stream_file(split, f, self.plain_columns, None, budget, row_bytes, pushed)
-        if source is None:
-            for part in group_slices(groups, budget):
-                yield self.read_file(split, f, filter_expr, plain=True, row_groups=part if part.ids else None)
+        """The user columns of ``f`` (rows matching ``filter_expr``), read ``budget`` bytes at a time (``whole``:
+        at once, as fast as Arrow reads a file, for a consumer that keeps every row anyway)."""
+        if whole:
+            yield self.read_file(split, f, filter_expr, plain=True)
             return
-        for table in source:
-            table = self._as_read(table, f, True, True)
-            yield table if pushed is not None or filter_expr is None else table.filter(filter_expr)
+        for part in self.slices(split, f, budget):
+            yield self.read_file(split, f, filter_expr, plain=True, row_groups=part)
 
     def read_splits(
         self, splits: Iterable[Split], workers: int | None = None, ahead: int | None = 1
@@ -358,16 +359,17 @@ class SplitReader:
         """Visible rows of several splits, read by a thread pool, in split order.
 
         At most ``workers`` splits are read at once, sharing one window budget, each ``ahead`` windows ahead of
-        the consumer, so memory stays bounded for streaming scans (``ahead=None``: as far as they can, for a
-        consumer that keeps every row anyway).
+        the consumer, so memory stays bounded for streaming scans (``ahead=None``: as far as they can, their
+        files decoded ahead too, for a consumer that keeps every row anyway).
         """
+        prefetch = ahead is None
         if isinstance(splits, Sequence) and len(splits) <= 1:
             for split in splits:
-                yield from self.read_split(split)
+                yield from self.read_split(split, prefetch=prefetch)
             return
         workers = workers or min(8, os.cpu_count() or 1)
         share = max(1, self.window_bytes // workers)  # the workers share one window budget
-        yield from ordered_streams(splits, lambda split: self.read_split(split, share), workers, depth=ahead)
+        yield from ordered_streams(splits, lambda split: self.read_split(split, share, prefetch), workers, ahead)
 
     def batches(
         self, splits: Iterable[Split], workers: int | None = None, ahead: int | None = 1
@@ -393,44 +395,6 @@ class SplitReader:
     def _projected(self, rows: pa.Table) -> pa.Table:
         rows = rows.select(self.columns)
         return rows if rows.schema.equals(self.out_schema) else rows.cast(self.out_schema)
-
-
-def _in_range(
-    f: DataFileMeta,
-    parts: Sequence[RowGroupSlice],
-    key_range: KeyRange | None,
-    key_type: pa.DataType,
-    inside: set[tuple[str, tuple[int, ...]]],
-) -> list[RowGroupSlice]:
-    """The slices of ``f`` (in key order) that may hold keys of ``key_range``, by their first keys' statistics
-    (exact for integer keys: a slice ends at or before the next one's first key, the last one at the file's
-    last key); those wholly within the range are added to ``inside``."""
-    if key_range is None:
-        inside.update((f.file_name, p.ids) for p in parts)
-        return list(parts)
-    low, high = key_range
-    kept = []
-    for i, p in enumerate(parts):
-        upper = parts[i + 1].min_key if i + 1 < len(parts) else exact_first_key(f, 1, key_type)
-        if high is not None and p.min_key is not None and p.min_key >= high:
-            continue
-        if low is not None and upper is not None and upper < low:
-            continue
-        kept.append(p)
-        above = low is None or (p.min_key is not None and p.min_key >= low)
-        below = high is None or (upper is not None and upper < high)
-        if above and below:
-            inside.add((f.file_name, p.ids))
-    return kept
-
-
-def _whole(f: DataFileMeta, key_type: pa.DataType) -> RowGroupSlice:
-    """A whole file as one slice; its first key from the file's metadata where that is exact (ints, strings)."""
-    low = f.min_key[0] if f.min_key else None
-    exact = (pa.types.is_integer(key_type) and isinstance(low, int)) or (
-        (pa.types.is_string(key_type) or pa.types.is_large_string(key_type)) and isinstance(low, str)
-    )
-    return RowGroupSlice((), f.row_count, f.file_size, low if exact else None)
 
 
 def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
