@@ -101,13 +101,21 @@ class WorkerMemory:
             todo.extend(children.get(pid, []))
         for pid in mine:
             try:
-                if b"pyspark" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+                if not _python_worker(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")):
                     continue
                 for line in Path(f"/proc/{pid}/status").read_text().splitlines():
                     if line.startswith("VmHWM:"):
                         self.peak_kb = max(self.peak_kb, int(line.split()[1]))
             except OSError:
                 continue
+
+
+def _python_worker(argv: list[bytes]) -> bool:
+    """Whether a command line is a Spark Python worker's (``python -m pyspark.daemon ...``), not the JVM's (whose
+    class path also names pyspark)."""
+    return b"python" in Path(argv[0].decode(errors="replace")).name.encode() and any(
+        a.startswith(b"pyspark.") for a in argv
+    )
 
 
 def best_pair(native: Callable[[], Any], ours: Callable[[], Any], repeat: int = 3) -> tuple[float, float]:
