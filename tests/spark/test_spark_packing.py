@@ -40,10 +40,15 @@ def test_every_split_lands_in_exactly_one_partition_within_the_limit(
     assert sorted(s.bucket for g in groups for s in g) == list(range(len(sizes)))
     total = sum(s + OPEN_COST for s in sizes)
     limit = min(target, max(MIN_PARTITION_BYTES, total // cores))
-    for g in groups:  # a group over the limit is a single split too large to share
-        assert len(g) == 1 or sum(s.size + OPEN_COST for s in g) <= limit
-    if sizes and all(s + OPEN_COST <= limit for s in sizes):
-        assert len(groups) <= 2 * total // limit + 1  # next-fit, largest first: at most twice the ideal count
+    costs = [[s.size + OPEN_COST for s in g] for g in groups]
+    for c in costs:  # a split at or over the limit is a task of its own; others fill up to about the limit
+        assert len(c) == 1 or (max(c) < limit and sum(c) - max(c) < limit)
+    small = [s + OPEN_COST for s in sizes if s + OPEN_COST < limit]
+    large = len(sizes) - len(small)
+    assert len(groups) == large + -(-sum(small) // limit)  # as few partitions as the limit allows
+    shared = [sum(c) for c in costs if max(c) < limit]
+    if shared:  # balanced: within one split of each other
+        assert max(shared) - min(shared) <= max(small)
 
 
 def test_small_splits_share_tasks_and_large_ones_spread_over_cores(file_meta: DataFileMeta) -> None:
