@@ -186,10 +186,14 @@ class Layout:
 
     @classmethod
     def _from_sorted(cls, rows: pa.Table, perm: np.ndarray, starts: np.ndarray) -> Layout:
-        n = len(perm)
-        sizes = np.diff(np.append(starts, n)).astype(np.int64)
+        starts = starts.astype(np.int64, copy=False)
+        ends = np.empty(len(starts), dtype=np.int64)
+        ends[:-1] = starts[1:]
+        ends[-1:] = len(perm)
         layout = cls(rows, perm, None, len(starts), True)
-        object.__setattr__(layout, "sizes", sizes)
+        object.__setattr__(layout, "starts", starts)
+        object.__setattr__(layout, "ends", ends)
+        object.__setattr__(layout, "sizes", ends - starts)
         return layout
 
     # -- derived arrays ---------------------------------------------------------------------------
