@@ -8,6 +8,7 @@ so the workers use every core. Closing the consumer stops the producers at their
 
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 from collections import deque
@@ -34,25 +35,6 @@ def ordered_streams(
     (``depth=None``: each stream runs ahead as far as it can, for a consumer that keeps everything anyway)."""
     stop = threading.Event()
 
-    def put(q: queue.Queue[Any], value: Any) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(value, timeout=_POLL_SECONDS)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def run(item: T, q: queue.Queue[Any]) -> None:
-        try:
-            for result in produce(item):
-                if not put(q, result):
-                    return
-        except BaseException as exc:  # handed to the consumer, which raises it
-            put(q, _Failed(exc))
-            return
-        put(q, _DONE)
-
     def drain(q: queue.Queue[Any]) -> Iterator[R]:
         while True:
             value = q.get()
@@ -67,7 +49,7 @@ def ordered_streams(
         try:
             for item in items:
                 q: queue.Queue[Any] = queue.Queue(maxsize=0 if depth is None else max(1, depth))
-                pool.submit(run, item, q)
+                pool.submit(_fill, q, stop, functools.partial(produce, item))
                 open_streams.append(q)
                 if len(open_streams) >= workers:
                     yield from drain(open_streams.popleft())
@@ -89,8 +71,8 @@ class Prefetched(Iterator[R]):
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=max(1, depth))
         self._stop = threading.Event()
         self._done = False
-        args = (source, self._queue, self._stop)
-        threading.Thread(target=_prefetch, args=args, name=name, daemon=True).start()
+        args = (self._queue, self._stop, lambda: source)
+        threading.Thread(target=_fill, args=args, name=name, daemon=True).start()
 
     def __next__(self) -> R:
         if self._done:
@@ -113,7 +95,9 @@ class Prefetched(Iterator[R]):
         self._stop.set()
 
 
-def _prefetch(source: Iterator[Any], q: queue.Queue[Any], stop: threading.Event) -> None:
+def _fill(q: queue.Queue[Any], stop: threading.Event, source: Callable[[], Iterable[Any]]) -> None:
+    """Put every item of ``source()`` into ``q``, then ``_DONE`` (or the error that ended it), until ``stop``."""
+
     def put(value: Any) -> bool:
         while not stop.is_set():
             try:
@@ -124,7 +108,7 @@ def _prefetch(source: Iterator[Any], q: queue.Queue[Any], stop: threading.Event)
         return False
 
     try:
-        for item in source:
+        for item in source():
             if not put(item):
                 return
     except BaseException as exc:  # handed to the consumer, which raises it
