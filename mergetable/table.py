@@ -379,7 +379,7 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
             >>> t.read(incremental_between=(1, 2)).to_pydict()
             {'id': [2], 'v': ['B']}
         """
-        return self._reader(columns, filter, args, ahead=None).read_all()
+        return self._reader(ReadRequest.of(columns, filter, **args), ahead=None).read_all()
 
     def scan(
         self, columns: Sequence[str] | None = None, filter: Filters | None = None, **args: Unpack[ReadArgs]
@@ -391,23 +391,16 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
             >>> t.scan(["id"]).read_all().num_rows
             2
         """
-        return self._reader(columns, filter, args, ahead=1)
+        return self._reader(ReadRequest.of(columns, filter, **args), ahead=1)
 
-    def _reader(
-        self, columns: Sequence[str] | None, filter: Filters | None, args: ReadArgs, ahead: int | None
-    ) -> pa.RecordBatchReader:
-        """:meth:`scan`, its splits read ``ahead`` windows ahead of the consumer (None: as far as they can)."""
-        request = ReadRequest.of(columns, filter, **args)
-        travelled = self._as_committed(request)
-        if travelled is not self:
-            return travelled._reader(columns, filter, args, ahead)
+    def _reader(self, request: ReadRequest, ahead: int | None) -> pa.RecordBatchReader:
+        """:meth:`scan`, its splits read ``ahead`` windows ahead of the consumer (None: as far as they can); a
+        time-travel read sees the schema its snapshot was committed with."""
+        snap = resolve_travel(self._snapshots, self._tags, request.travel) if request.travel.given else None
+        if snap is not None and snap.schema_id != self.table_schema.id:
+            return self.as_of_schema(snap.schema_id)._reader(request, ahead)
         reader = self.split_reader(request.columns, request.filter)
         return pa.RecordBatchReader.from_batches(reader.out_schema, reader.batches(self._plan(request), ahead=ahead))
-
-    def _as_committed(self, request: ReadRequest) -> Table:
-        """This table with the schema a time-travel read's snapshot was committed with (``self``: the same)."""
-        snap = resolve_travel(self._snapshots, self._tags, request.travel) if request.travel.given else None
-        return self if snap is None else self.as_of_schema(snap.schema_id)
 
     def as_of_schema(self, schema_id: int) -> Table:
         """This table seen through schema ``schema_id`` (what a time-travel read of a snapshot committed with
