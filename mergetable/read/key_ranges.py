@@ -9,6 +9,7 @@ that column, so a key never spans two ranges, and a file belongs to every range 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -50,7 +51,7 @@ def cut_points(runs: Runs, target: int, row_groups: Callable[[DataFileMeta], lis
         return []
     # ranges of even size: as many as ``target`` asks for, none of them a small remainder
     stored = sum(w for _, w in weighted)
-    target = int(stored / max(1, -(-int(stored) // max(1, target))))
+    target = int(stored / max(1, math.ceil(stored / max(1, target))))
     cuts: list[Any] = []
     size = 0.0
     lowest = weighted[0][0]
