@@ -347,11 +347,53 @@ class SplitReader:
     ) -> Iterator[pa.Table]:
         """The user columns of ``f`` (rows matching ``filter_expr``), read ``budget`` bytes at a time (``whole``:
         at once, as fast as Arrow reads a file, for a consumer that keeps every row anyway)."""
+        key = self.window_key
+        if split.key_range is not None and self.filter_expr is None and key is not None:
+            key_type = self.schema.file_schema.field(key).type
+            if pa.types.is_integer(key_type):
+                yield from self._plain_in_range(split, f, filter_expr, None if whole else budget, key, key_type)
+                return
         if whole:
             yield self.read_file(split, f, filter_expr, plain=True)
             return
         for part in self.slices(split, f, budget):
             yield self.read_file(split, f, filter_expr, plain=True, row_groups=part)
+
+    def _plain_in_range(
+        self,
+        split: Split,
+        f: DataFileMeta,
+        range_expr: pc.Expression | None,
+        budget: int | None,
+        key: str,
+        key_type: pa.DataType,
+    ) -> Iterator[pa.Table]:
+        """:meth:`_plain_file` of a key-range split on an integer key: the row groups the range's statistics rule
+        out are not read, and only those at its edges are filtered (a whole file's range filter would copy
+        every row); ``budget`` None: every row group at once."""
+        path = self.paths.data_file(split.partition, split.bucket, f.file_name)
+        inside: set[tuple[str, tuple[int, ...]]] = set()
+        kept = slices_in_range(f, row_group_stats(self.fileio, self.afs, path, key), split.key_range, key_type, inside)
+        chunks: list[list[RowGroupSlice]] = []
+        for g in kept:
+            if chunks and (budget is None or sum(c.nbytes for c in chunks[-1]) + g.nbytes <= budget):
+                chunks[-1].append(g)
+            else:
+                chunks.append([g])
+        for chunk in chunks:
+            ids = tuple(i for g in chunk for i in g.ids)
+            joined = RowGroupSlice(ids, sum(g.rows for g in chunk), sum(g.nbytes for g in chunk))
+            table = self.read_file(split, f, None, plain=True, row_groups=joined)
+            pieces, start, at = [], 0, 0
+            for g in chunk:
+                if (f.file_name, g.ids) not in inside:
+                    pieces.append(table.slice(start, at - start))
+                    edge = table.slice(at, g.rows)
+                    pieces.append(edge if range_expr is None else edge.filter(range_expr))
+                    start = at + g.rows
+                at += g.rows
+            pieces.append(table.slice(start, at - start))
+            yield _concat([p for p in pieces if p.num_rows], self.plain_schema)
 
     def read_splits(
         self, splits: Iterable[Split], workers: int | None = None, ahead: int | None = 1

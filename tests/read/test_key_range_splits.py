@@ -49,12 +49,19 @@ def build(
     key_type=st.sampled_from([pa.int32(), pa.string()]),
     composite=st.booleans(),
     target=st.sampled_from([1, 300, 1500]),
+    compacted=st.booleans(),
 )
 def test_key_range_splits_are_disjoint_covering_and_read_the_same_rows(
-    commits: list[list[tuple[int, int, Any, bool]]], key_type: pa.DataType, composite: bool, target: int
+    commits: list[list[tuple[int, int, Any, bool]]],
+    key_type: pa.DataType,
+    composite: bool,
+    target: int,
+    compacted: bool,
 ) -> None:
     with tempfile.TemporaryDirectory() as root:
         t = build(f"{root}/t", key_type, composite, commits)
+        if compacted:  # one run per bucket: its key ranges are read without merging, whole row groups unfiltered
+            t.compact(full=True)
         whole = t.plan()
         assert all(s.key_range is None for s in whole)
         splits = t.plan(target_split_size=target)
@@ -82,6 +89,10 @@ def test_key_range_splits_are_disjoint_covering_and_read_the_same_rows(
         expected = pa.Table.from_batches(list(reader.batches(whole)), t.schema)
         got = pa.Table.from_batches(list(reader.batches(splits)), t.schema)
         assert got.equals(expected)
+        # read ahead, as ``read()`` does: a single run's files are read whole, their edges trimmed to the range
+        assert pa.concat_tables([expected.schema.empty_table(), *reader.read_splits(splits, ahead=None)]).equals(
+            expected
+        )
         assert t.count() == expected.num_rows
         filtered = t.split_reader(filter=[("v", ">", 0)])
         want = pa.Table.from_batches(list(filtered.batches(whole)), t.schema)
