@@ -73,6 +73,34 @@ def restrict(dnf: list[Conjunct] | None, columns: Iterable[str]) -> list[Conjunc
     return out
 
 
+def point_values(dnf: list[Conjunct] | None, column: str, t: pa.DataType, limit: int) -> pa.Array | None:
+    """The values of ``column`` (of type ``t``) that every row matching the bound filter ``dnf`` takes one of,
+    when they are at most ``limit`` and ``t`` is an integer or string type (exact statistics and sort order);
+    else None.
+
+    >>> point_values([[("id", "=", 7), ("v", ">", 1)], [("id", "in", [3, 7])]], "id", pa.int64(), 10).to_pylist()
+    [7, 3]
+    >>> point_values([[("id", "=", 7)], [("v", "=", 1)]], "id", pa.int64(), 10) is None
+    True
+    """
+    if dnf is None or not (pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t)):
+        return None
+    out: list[Any] = []
+    for conj in dnf:
+        pinned: list[Any] | None = None
+        for col, op, lit in conj:
+            if col != column or op not in ("=", "==", "in"):
+                continue
+            values = list(lit) if op == "in" else [lit]
+            pinned = values if pinned is None else [v for v in pinned if v in values]
+        if pinned is None:
+            return None
+        out.extend(v for v in pinned if v not in out)
+    if not out or len(out) > limit or any(v is None for v in out):
+        return None
+    return pa.array(out, t)
+
+
 # -- evaluation against a single value or a value range ------------------------------------------------
 def comparable(value: Any, t: pa.DataType) -> Any:
     """A Python value that orders like ``value`` does as Arrow type ``t`` (temporal → int, decimal → Decimal)."""

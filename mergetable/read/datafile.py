@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
@@ -61,6 +62,89 @@ def read_data_file(
     if pushed is None and table.num_rows != expected:
         raise DataFileError(path, f"holds {table.num_rows} rows but the table recorded {expected} (corrupt?)")
     return table if pushed is not None or filter_expr is None else table.filter(filter_expr)
+
+
+PROBE_ROWS = 64 * 1024
+"""Rows of the key column decoded at a time while a point lookup looks for its keys in a row group."""
+TAKE_ROWS = 4 * 1024
+"""Rows decoded at a time while a point lookup takes its rows: decoding stops soon after the last of them."""
+
+
+def read_key_points(
+    fileio: FileIO,
+    afs: pafs.FileSystem,
+    path: str,
+    columns: Sequence[str],
+    key: str,
+    values: pa.Array,
+    groups: Sequence[int] | None = None,
+) -> pa.Table:
+    """``columns`` of the rows whose ``key`` is one of ``values``, in the data file at ``path`` (sorted by
+    ``key``; only row groups ``groups``, when given).
+
+    A point lookup decodes little: row groups whose statistics rule the values out are skipped, the key
+    column alone is decoded to find the rows (up to the first key past the largest value), and the other
+    columns only in row groups holding one of them, up to the last of them. Page checksums are verified.
+    """
+    lowest, highest = (v.as_py() for v in pc.min_max(values).values())
+    try:
+        with afs.open_input_file(path) as source:
+            pf = pq.ParquetFile(source, page_checksum_verification=True)
+            md = pf.metadata
+            leaves = [md.schema.column(j).path for j in range(md.num_columns)]
+            index = leaves.index(key)
+            batches: list[pa.RecordBatch] = []
+            for g in range(md.num_row_groups) if groups is None else groups:
+                stats = md.row_group(g).column(index).statistics
+                if stats is not None and stats.has_min_max and (stats.max < lowest or stats.min > highest):
+                    continue
+                rows = _key_rows(pf, g, key, values, highest)
+                if len(rows):
+                    batches.extend(_take_rows(pf, g, columns, rows))
+            schema = pa.schema([pf.schema_arrow.field(c) for c in columns])
+    except (OSError, pa.ArrowException, ValueError, IndexError) as exc:
+        raise _read_error(fileio, path, exc) from (None if isinstance(exc, FileNotFoundError) else exc)
+    return pa.Table.from_batches(batches, schema=schema)
+
+
+def _key_rows(pf: pq.ParquetFile, group: int, key: str, values: pa.Array, highest: Any) -> np.ndarray:
+    """Positions in row group ``group`` of the rows whose ``key`` is in ``values`` (ascending)."""
+    found = []
+    seen = 0
+    wanted = np.sort(values.to_numpy()) if pa.types.is_integer(values.type) else None
+    for batch in pf.iter_batches(batch_size=PROBE_ROWS, row_groups=[group], columns=[key], use_threads=False):
+        keys = batch.column(0)
+        if wanted is not None:  # sorted integers: binary search
+            sorted_keys = keys.to_numpy()
+            lo, hi = np.searchsorted(sorted_keys, wanted, "left"), np.searchsorted(sorted_keys, wanted, "right")
+            hits = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi, strict=True) if b > a] or [lo[:0]])
+        else:
+            hits = np.flatnonzero(pc.is_in(keys, value_set=values).to_numpy(zero_copy_only=False))
+        found.append(hits + seen)
+        seen += batch.num_rows
+        if keys[-1].as_py() > highest:  # sorted: no later row holds one of the values
+            break
+    else:
+        recorded = pf.metadata.row_group(group).num_rows
+        if seen != recorded:
+            raise ValueError(f"row group {group} holds {seen} keys but its metadata records {recorded} rows")
+    return np.concatenate(found) if found else np.zeros(0, np.int64)
+
+
+def _take_rows(pf: pq.ParquetFile, group: int, columns: Sequence[str], rows: np.ndarray) -> list[pa.RecordBatch]:
+    """The rows at ``rows`` (ascending positions) of row group ``group``, decoded only up to the last one."""
+    out = []
+    seen = 0
+    last = int(rows[-1])
+    for batch in pf.iter_batches(batch_size=TAKE_ROWS, row_groups=[group], columns=list(columns), use_threads=False):
+        n = batch.num_rows
+        lo, hi = np.searchsorted(rows, [seen, seen + n])
+        if hi > lo:
+            out.append(batch.take(pa.array(rows[lo:hi] - seen)))
+        seen += n
+        if seen > last:
+            return out
+    raise ValueError(f"row group {group} ends at row {seen}, before row {last} its keys hold")
 
 
 def _decode(

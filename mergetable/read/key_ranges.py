@@ -125,3 +125,37 @@ def slices_in_range(
         if above and below:
             inside.add((f.file_name, p.ids))
     return kept
+
+
+def chunk_slices(slices: Sequence[RowGroupSlice], budget: int | None) -> list[list[RowGroupSlice]]:
+    """Consecutive ``slices`` in chunks of about ``budget`` bytes (None: one chunk)."""
+    chunks: list[list[RowGroupSlice]] = []
+    for s in slices:
+        if chunks and (budget is None or sum(c.nbytes for c in chunks[-1]) + s.nbytes <= budget):
+            chunks[-1].append(s)
+        else:
+            chunks.append([s])
+    return chunks
+
+
+def trim_edges(
+    table: pa.Table,
+    chunk: Sequence[RowGroupSlice],
+    edges: Sequence[bool],
+    expr: pc.Expression | None,
+    schema: pa.Schema,
+) -> pa.Table:
+    """The rows of ``table`` (read from ``chunk``, in order) with those of the slices flagged in ``edges``
+    filtered by ``expr``; the other slices, wholly inside a key range, are kept as they are."""
+    pieces: list[pa.Table] = []
+    start = at = 0
+    for s, edge in zip(chunk, edges, strict=True):
+        if edge:
+            pieces.append(table.slice(start, at - start))
+            part = table.slice(at, s.rows)
+            pieces.append(part if expr is None else part.filter(expr))
+            start = at + s.rows
+        at += s.rows
+    pieces.append(table.slice(start, at - start))
+    kept = [p for p in pieces if p.num_rows]
+    return kept[0] if len(kept) == 1 else pa.concat_tables(kept) if kept else schema.empty_table()

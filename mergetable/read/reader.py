@@ -23,7 +23,7 @@ from mergetable.core.fileio import FileIO
 from mergetable.core.filters import to_expression
 from mergetable.core.options import MIB
 from mergetable.core.paths import PathFactory
-from mergetable.core.predicates import Conjunct, columns_of, restrict
+from mergetable.core.predicates import Conjunct, columns_of, point_values, restrict
 from mergetable.core.rowkind import is_retract
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from mergetable.merge import MergeFunction
@@ -34,10 +34,11 @@ from mergetable.read.datafile import (
     RowGroupStream,
     group_slices,
     read_data_file,
+    read_key_points,
     row_group_stats,
     whole_file,
 )
-from mergetable.read.key_ranges import range_filter, slices_in_range
+from mergetable.read.key_ranges import chunk_slices, range_filter, slices_in_range, trim_edges
 from mergetable.read.order import effective_sequence, oldest_first, sequence_ordered
 from mergetable.read.parallel import ordered_streams
 from mergetable.read.projection import FileProjection
@@ -46,6 +47,8 @@ from mergetable.read.windows import PIECE_ROWS, RunCursor, windowable, windows
 
 #: Uncompressed bytes of row groups buffered while one section is read (shared by its runs).
 WINDOW_BYTES = 64 * MIB
+POINT_VALUES = 1024
+"""The most first-key values a filter may pin for a read to look them up (see :func:`read_key_points`)."""
 
 
 class SplitReader:
@@ -94,6 +97,7 @@ class SplitReader:
         self.piece_rows = PIECE_ROWS
         first = keys[0] if keys else None
         self.window_key = first if first is not None and windowable(fs.field(first).type) else None
+        self.points = None if first is None else point_values(dnf, first, fs.field(first).type, POINT_VALUES)
         self._projections: dict[int, FileProjection] = {}
 
     def __getstate__(self) -> dict[str, object]:
@@ -120,6 +124,11 @@ class SplitReader:
         """``columns`` (reading names) of one file (or of ``row_groups`` of it), projected by field id when it
         has another schema."""
         p = self.projection(f.schema_id)
+        if p is None and self.points is not None and filter_expr is not None:
+            key = self.schema.trimmed_primary_keys[0]
+            groups = row_groups.ids if row_groups is not None and row_groups.ids else None
+            table = read_key_points(self.fileio, self.afs, path, columns, key, self.points, groups)
+            return table.filter(filter_expr) if table.num_rows else table
         if p is None:
             return read_data_file(
                 self.fileio, self.afs, path, f, columns, filter_expr, self.row_group_pruning, row_groups
@@ -374,26 +383,12 @@ class SplitReader:
         path = self.paths.data_file(split.partition, split.bucket, f.file_name)
         inside: set[tuple[str, tuple[int, ...]]] = set()
         kept = slices_in_range(f, row_group_stats(self.fileio, self.afs, path, key), split.key_range, key_type, inside)
-        chunks: list[list[RowGroupSlice]] = []
-        for g in kept:
-            if chunks and (budget is None or sum(c.nbytes for c in chunks[-1]) + g.nbytes <= budget):
-                chunks[-1].append(g)
-            else:
-                chunks.append([g])
-        for chunk in chunks:
+        for chunk in chunk_slices(kept, budget):
             ids = tuple(i for g in chunk for i in g.ids)
             joined = RowGroupSlice(ids, sum(g.rows for g in chunk), sum(g.nbytes for g in chunk))
             table = self.read_file(split, f, None, plain=True, row_groups=joined)
-            pieces, start, at = [], 0, 0
-            for g in chunk:
-                if (f.file_name, g.ids) not in inside:
-                    pieces.append(table.slice(start, at - start))
-                    edge = table.slice(at, g.rows)
-                    pieces.append(edge if range_expr is None else edge.filter(range_expr))
-                    start = at + g.rows
-                at += g.rows
-            pieces.append(table.slice(start, at - start))
-            yield _concat([p for p in pieces if p.num_rows], self.plain_schema)
+            edges = [(f.file_name, g.ids) not in inside for g in chunk]
+            yield trim_edges(table, chunk, edges, range_expr, self.plain_schema)
 
     def read_splits(
         self, splits: Iterable[Split], workers: int | None = None, ahead: int | None = 1
