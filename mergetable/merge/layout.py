@@ -262,6 +262,15 @@ class Layout:
         """Physical row indices of ``positions``."""
         return positions if self.perm is None else self.perm[positions]
 
+    def take(self, positions: np.ndarray) -> pa.Table:
+        """The rows at ``positions``: ``rows`` itself, uncopied, when that is every row in order (input already
+        sorted, one record per key)."""
+        idx = self.phys(positions)
+        n = self.rows.num_rows
+        if len(idx) == n and n and idx[0] == 0 and idx[-1] == n - 1 and bool(np.all(idx[1:] > idx[:-1])):
+            return self.rows
+        return self.rows.take(pa.array(idx))
+
     # -- column access ----------------------------------------------------------------------------
     def column(self, name: str) -> pa.Array:
         """A column of ``rows`` in position order."""

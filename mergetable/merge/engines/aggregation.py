@@ -101,7 +101,7 @@ class Aggregation(EngineBase):
             return rows
         multi = layout.sizes > 1
         if not multi.any():  # every key has one record: each passes through unchanged, in key order
-            return rows.take(pa.array(layout.phys(layout.last_pos)))
+            return layout.take(layout.last_pos)
         active = None if bool(multi.all()) else multi
         kinds = layout.kinds
         retract = is_retract(kinds)

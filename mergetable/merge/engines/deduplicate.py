@@ -36,7 +36,7 @@ class Deduplicate(EngineBase):
         layout = Layout.build(rows, self.keys, self.seq_fields, self.seq_descending, seq_ordered)
         masks = self.masks(layout)
         if masks is None or bool(self.covers(masks, self.value_bits).all()):
-            return rows.take(pa.array(layout.phys(layout.last_pos)))
+            return layout.take(layout.last_pos)
         return self._merge_masked(layout, masks)
 
     def survivors(self, rows: pa.Table, seq_ordered: bool = False) -> np.ndarray | None:

@@ -39,7 +39,7 @@ class FirstRow(EngineBase):
             multi = layout.sizes > 1
             if bool(np.any(retract & multi[layout.gid])):
                 raise MergeError(FIRST_ROW_DELETE)
-        return rows.take(pa.array(layout.phys(layout.first_pos)))
+        return layout.take(layout.first_pos)
 
     def survivors(self, rows: pa.Table, seq_ordered: bool = False) -> np.ndarray | None:
         """The oldest record of each key (None when retractions need checking: :meth:`merge` does that)."""

@@ -34,7 +34,7 @@ class Versioned(EngineBase):
     def merge(self, rows: pa.Table, seq_ordered: bool = False) -> pa.Table:
         rows = self.drop_deletes(rows, ignore=True)
         layout = Layout.build(rows, self.keys, self.order_fields, False, seq_ordered)
-        return rows.take(pa.array(layout.phys(layout.last_pos)))
+        return layout.take(layout.last_pos)
 
 
 __all__ = ["Versioned"]
