@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from mergetable.cli.errors import UsageError
 from mergetable.cli.output import Output, cell_lines, cells_of, column_widths, header_lines, plain
+from mergetable.read.parallel import Prefetched
 
 FORMATS = ("table", "json", "csv", "parquet")
 DEFAULT_LIMIT = 20
@@ -89,14 +90,16 @@ def write_rows(reader: pa.RecordBatchReader, args: argparse.Namespace, out: Outp
 
 
 def _write(reader: pa.RecordBatchReader, fmt: str, limit: int, sink: IO[Any]) -> int:
-    batches = limited(reader, limit)
-    if fmt == "parquet":
-        return _parquet(reader.schema, batches, sink)
-    if fmt == "csv":
-        return _csv(reader.schema, batches, sink)
-    if fmt == "json":
-        return _json(batches, sink)
-    return _table(reader.schema, batches, sink)
+    if fmt not in ("parquet", "csv"):
+        batches = limited(reader, limit)
+        return _json(batches, sink) if fmt == "json" else _table(reader.schema, batches, sink)
+    # Arrow encodes Parquet and CSV without the GIL: the next batches are read meanwhile, by a thread of their own.
+    ahead = Prefetched(iter(reader), 2, "mergetable-cli-read")
+    try:
+        batches = limited(ahead, limit)
+        return _parquet(reader.schema, batches, sink) if fmt == "parquet" else _csv(reader.schema, batches, sink)
+    finally:
+        ahead.close()
 
 
 def _parquet(schema: pa.Schema, batches: Iterator[pa.RecordBatch], sink: IO[bytes]) -> int:
