@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from mergetable.core.floats import order_keys
 from mergetable.core.predicates import encode_stat
@@ -37,8 +38,14 @@ def _float_min_max(col: pa.ChunkedArray) -> tuple[float, float]:
     return float(values[int(np.argmin(keys))]), float(values[int(np.argmax(keys))])
 
 
-def column_stats(table: pa.Table, columns: Sequence[str], modes: Sequence[StatsMode] | None = None) -> SimpleStats:
-    """min/max/null count of ``columns`` (min/max None for unordered types), as ``modes`` says (default full)."""
+def column_stats(
+    table: pa.Table,
+    columns: Sequence[str],
+    modes: Sequence[StatsMode] | None = None,
+    known: Mapping[str, tuple[Any, Any]] | None = None,
+) -> SimpleStats:
+    """min/max/null count of ``columns`` (min/max None for unordered types), as ``modes`` says (default full);
+    ``known``: exact (min, max) of some columns, taken as they are (see :func:`parquet_bounds`)."""
     mins: list[Any] = []
     maxs: list[Any] = []
     nulls: list[int | None] = []
@@ -51,16 +58,53 @@ def column_stats(table: pa.Table, columns: Sequence[str], modes: Sequence[StatsM
         hi: Any = None
         if not mode.bounds or len(col) == col.null_count:
             pass
+        elif known is not None and c in known:
+            lo, hi = known[c]
         elif pa.types.is_floating(t):
             lo, hi = _float_min_max(col)
         elif _has_order(t):
             mm = pc.min_max(_storage(col))
             lo, hi = mm["min"].as_py(), mm["max"].as_py()
-            if mode.kind == "truncate" and isinstance(lo, str | bytes):
-                lo, hi = truncate_min(lo, mode.length), truncate_max(hi, mode.length)
+        if mode.kind == "truncate" and isinstance(lo, str | bytes):
+            lo, hi = truncate_min(lo, mode.length), truncate_max(hi, mode.length)
         mins.append(encode_stat(lo, t))
         maxs.append(encode_stat(hi, t))
     return SimpleStats(min_values=tuple(mins), max_values=tuple(maxs), null_counts=tuple(nulls))
+
+
+def parquet_bounds(metadata: pq.FileMetaData, schema: pa.Schema) -> dict[str, tuple[Any, Any]]:
+    """Exact (min, max) of the signed-integer and string columns of ``schema``, from the statistics the Parquet
+    writer recorded in ``metadata`` (the same values :func:`column_stats` computes: these types order alike in
+    both). A column is left out when a row group with values has no min/max (strings over Parquet's size
+    limit) or none of its rows has a value.
+
+    >>> import pyarrow.parquet as pq
+    >>> sink = pa.BufferOutputStream()
+    >>> rows = pa.table({"k": [3, 1, 2], "s": ["b", None, "a"], "f": [1.0, 2.0, 0.5]})
+    >>> with pq.ParquetWriter(sink, rows.schema) as w:
+    ...     w.write_table(rows, row_group_size=2)
+    >>> parquet_bounds(w.writer.metadata, rows.schema)
+    {'k': (1, 3), 's': ('a', 'b')}
+    """
+    leaves = {metadata.schema.column(j).path: j for j in range(metadata.num_columns)}
+    out: dict[str, tuple[Any, Any]] = {}
+    for field in schema:
+        t = field.type
+        j = leaves.get(field.name)
+        if j is None or not (pa.types.is_signed_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t)):
+            continue
+        bounds: list[tuple[Any, Any]] = []
+        for g in range(metadata.num_row_groups):
+            group = metadata.row_group(g)
+            stats = group.column(j).statistics
+            if stats is not None and stats.has_min_max:
+                bounds.append((stats.min, stats.max))
+            elif stats is None or not stats.has_null_count or stats.null_count != group.num_rows:
+                break  # values without a recorded min/max
+        else:
+            if bounds:
+                out[field.name] = (min(b[0] for b in bounds), max(b[1] for b in bounds))
+    return out
 
 
 def key_row(table: pa.Table, columns: Sequence[str], index: int) -> tuple[Any, ...]:

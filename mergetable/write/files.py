@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -16,7 +17,7 @@ from mergetable.core.paths import PathFactory
 from mergetable.core.rowkind import is_retract
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from mergetable.metadata.models import DataFileMeta, FileSource
-from mergetable.metadata.stats import column_stats, key_row
+from mergetable.metadata.stats import column_stats, key_row, parquet_bounds
 from mergetable.write.encoding import parquet_encodings
 
 ROW_GROUP_ROWS = 256 * 1024
@@ -58,12 +59,12 @@ def write_kv_files(
             name = PathFactory.new_data_file_name(prefix)
             path = f"{directory}/{name}"
             written.append(path)
-            end, size = _write_file(afs, path, rows, start, target, compression, opts.file_compression_level, schema)
-            metas.append(
-                _file_meta(
-                    schema, rows.slice(start, end - start), name, size, level, file_source, changelog, write_cols
-                )
+            end, size, parquet = _write_file(
+                afs, path, rows, start, target, compression, opts.file_compression_level, schema
             )
+            part = rows.slice(start, end - start)
+            known = parquet_bounds(parquet, schema.file_schema)
+            metas.append(_file_meta(schema, part, name, size, level, file_source, changelog, write_cols, known))
             start = end
     except BaseException:
         # Nothing of a failed call stays behind: not the partial file, not the files written before it.
@@ -81,8 +82,9 @@ def _write_file(
     compression: str,
     level: int | None,
     schema: TableSchema,
-) -> tuple[int, int]:
-    """Write rows from ``start`` into one Parquet file until it reaches ``target`` bytes: (end row, size).
+) -> tuple[int, int, pq.FileMetaData]:
+    """Write rows from ``start`` into one Parquet file until it reaches ``target`` bytes: (end row, size, the
+    file's Parquet metadata).
 
     Pages carry CRC checksums, which readers verify; encodings follow :mod:`mergetable.write.encoding`.
     """
@@ -98,7 +100,7 @@ def _write_file(
                     break
         finally:
             writer.close()
-        return end, sink.tell()
+        return end, sink.tell(), writer.writer.metadata
 
 
 def parquet_writer(
@@ -136,13 +138,16 @@ def _file_meta(
     source: FileSource,
     changelog: bool,
     write_cols: Sequence[str] | None,
+    known: Mapping[str, tuple[Any, Any]] | None = None,
 ) -> DataFileMeta:
+    """The metadata of a data file holding ``part`` (``known``: exact bounds of some columns, see
+    :func:`parquet_bounds`)."""
     keys = schema.trimmed_primary_keys
     value_cols = [c for c in schema.column_names if c not in keys]
     opts = schema.table_options
     seq = part.column(SEQUENCE_NUMBER)
     kinds = np.asarray(part.column(VALUE_KIND).to_numpy())
-    key_stats = column_stats(part, keys)
+    key_stats = column_stats(part, keys, known=known)
     if changelog:  # not key-ordered: the key range is per column
         min_key, max_key = tuple(key_stats.min_values), tuple(key_stats.max_values)
     else:
@@ -155,7 +160,7 @@ def _file_meta(
         min_key=min_key,
         max_key=max_key,
         key_stats=key_stats,
-        value_stats=column_stats(part, value_cols, [opts.field_stats_mode(c) for c in value_cols]),
+        value_stats=column_stats(part, value_cols, [opts.field_stats_mode(c) for c in value_cols], known),
         value_stats_cols=tuple(value_cols),
         min_sequence_number=int(seq_mm["min"].as_py()),
         max_sequence_number=int(seq_mm["max"].as_py()),
