@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ops_table import build
 
-import mergetable as mt
 import mergetable.read.reader as reader_module
 import mergetable.write.files as files
 
@@ -23,24 +23,6 @@ def tiny_row_groups(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(files, "ROW_GROUP_ROWS", 4)
     monkeypatch.setattr(reader_module, "WINDOW_BYTES", 1)  # files read row group by row group
     yield
-
-
-def build(
-    root: str, key_type: pa.DataType, composite: bool, commits: list[list[tuple[int, int, Any, bool]]]
-) -> mt.Table:
-    schema = pa.schema([("k", key_type), ("j", pa.int32()), ("v", pa.int64())])
-    t = mt.create_table(root, schema, ["k", "j"] if composite else ["k"], options={"write-only": "true", "bucket": "2"})
-    for ops in commits:
-        rows = pa.table(
-            {
-                "k": [o[0] if pa.types.is_integer(key_type) else f"k{o[0]:02d}" for o in ops],
-                "j": [o[1] if composite else 0 for o in ops],
-                "v": [o[2] for o in ops],
-            },
-            schema=schema,
-        )
-        t.write(rows, row_kind=["-D" if o[3] else "+I" for o in ops])
-    return t
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

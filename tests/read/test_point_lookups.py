@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ops_table import build, key_of
 
 import mergetable as mt
 import mergetable.read.datafile as datafile
@@ -27,29 +28,6 @@ def small_pieces(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(datafile, "PROBE_ROWS", 2)  # several batches per row group
     monkeypatch.setattr(datafile, "TAKE_ROWS", 3)
     yield
-
-
-def key_of(k: int, t: pa.DataType) -> Any:
-    return k if pa.types.is_integer(t) else f"k{k:02d}"
-
-
-def build(
-    root: str, key_type: pa.DataType, composite: bool, commits: list[list[tuple[int, int, Any, bool]]]
-) -> mt.Table:
-    schema = pa.schema([("k", key_type), ("j", pa.int32()), ("v", pa.int64())])
-    keys = ["k", "j"] if composite else ["k"]
-    t = mt.create_table(root, schema, keys, options={"write-only": "true", "bucket": "2"})
-    for ops in commits:
-        rows = pa.table(
-            {
-                "k": [key_of(o[0], key_type) for o in ops],
-                "j": [o[1] if composite else 0 for o in ops],
-                "v": [o[2] for o in ops],
-            },
-            schema=schema,
-        )
-        t.write(rows, row_kind=["-D" if o[3] else "+I" for o in ops])
-    return t
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
