@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -25,6 +26,29 @@ def test_data_files_carry_page_checksums(table_uri: str) -> None:
     assert partition == ()
 
 
+def _flipped_reads(
+    uri: str, path: Path, positions: Iterable[int], reads: Sequence[Callable[[mt.Table], pa.Table]], expected: pa.Table
+) -> int:
+    """Flip one byte at each of ``positions`` of ``path`` in turn and run every read: each either raises a
+    DataFileError naming the file or returns ``expected``. The file is restored; returns the errors raised."""
+    original = path.read_bytes()
+    errors = 0
+    for pos in positions:
+        flipped = bytearray(original)
+        flipped[pos] ^= 0x01 if pos % 2 else 0xFF
+        path.write_bytes(bytes(flipped))
+        for read in reads:
+            try:
+                got = read(mt.open_table(uri))
+            except mt.DataFileError as exc:
+                assert path.name in str(exc)
+                errors += 1
+            else:
+                assert got.equals(expected), f"a flip at byte {pos} of {len(original)} changed the rows silently"
+    path.write_bytes(original)
+    return errors
+
+
 def test_single_byte_flips_never_return_different_rows(tmp_path: Path) -> None:
     stride = 7  # every 7th byte: data pages, page headers and the footer
     uri = str(tmp_path / "t")
@@ -33,21 +57,9 @@ def test_single_byte_flips_never_return_different_rows(tmp_path: Path) -> None:
     expected = t.read()
     (_, bucket, meta) = t.files()[0]
     path = Path(t.fileio.join(f"bucket-{bucket}", meta.file_name))
-    original = path.read_bytes()
-    errors = 0
-    for pos in range(0, len(original), stride):
-        flipped = bytearray(original)
-        flipped[pos] ^= 0x01 if pos % 2 else 0xFF
-        path.write_bytes(bytes(flipped))
-        try:
-            got = mt.open_table(uri).read()
-        except mt.DataFileError as exc:
-            assert meta.file_name in str(exc)
-            errors += 1
-        else:
-            assert got.equals(expected), f"a flip at byte {pos} of {len(original)} changed the rows silently"
-    path.write_bytes(original)
-    assert errors > len(original) // stride // 2
+    size = len(path.read_bytes())
+    errors = _flipped_reads(uri, path, range(0, size, stride), [lambda t: t.read()], expected)
+    assert errors > size // stride // 2
     assert mt.open_table(uri).read().equals(expected)
 
 
@@ -64,19 +76,7 @@ def test_byte_flips_before_the_footer_never_change_a_lookups_rows(tmp_path: Path
     path = Path(t.fileio.join(f"bucket-{bucket}", meta.file_name))
     original = path.read_bytes()
     footer = len(original) - 8 - int.from_bytes(original[-8:-4], "little")
-    errors = 0
-    for pos in range(footer):
-        flipped = bytearray(original)
-        flipped[pos] ^= 0x01 if pos % 2 else 0xFF
-        path.write_bytes(bytes(flipped))
-        try:
-            got = mt.open_table(uri).read(filter=[("id", "in", keys)])
-        except mt.DataFileError as exc:
-            assert meta.file_name in str(exc)
-            errors += 1
-        else:
-            assert got.equals(expected), f"a flip at byte {pos} of {len(original)} changed a lookup's rows silently"
-    path.write_bytes(original)
+    errors = _flipped_reads(uri, path, range(footer), [lambda t: t.read(filter=[("id", "in", keys)])], expected)
     assert errors > footer // 2
 
 
@@ -89,19 +89,7 @@ def test_byte_flips_in_a_merged_run_never_return_different_rows(tmp_path: Path) 
     expected = t.read()
     newest = max(t.files(), key=lambda f: f[2].max_sequence_number)
     path = Path(t.fileio.join(f"bucket-{newest[1]}", newest[2].file_name))
-    original = path.read_bytes()
-    errors = 0
-    for pos in range(0, len(original), stride):
-        flipped = bytearray(original)
-        flipped[pos] ^= 0xFF
-        path.write_bytes(bytes(flipped))
-        for read in (lambda t: t.read(), lambda t: t.scan().read_all()):  # files decoded ahead, and not
-            try:
-                got = read(mt.open_table(uri))
-            except mt.DataFileError as exc:
-                assert newest[2].file_name in str(exc)
-                errors += 1
-            else:
-                assert got.equals(expected), f"a flip at byte {pos} of {len(original)} changed the rows silently"
-    path.write_bytes(original)
-    assert errors > len(original) // stride
+    size = len(path.read_bytes())
+    reads = [lambda t: t.read(), lambda t: t.scan().read_all()]  # files decoded ahead, and not
+    errors = _flipped_reads(uri, path, range(0, size, stride), reads, expected)
+    assert errors > size // stride
