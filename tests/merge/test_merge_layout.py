@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND
 from mergetable.merge.engines.partial_update import dense_rank
-from mergetable.merge.layout import Layout, stable_int_argsort
+from mergetable.merge.layout import Layout, newest_per_key, stable_int_argsort
 
 
 def rows(
@@ -85,3 +87,56 @@ def test_dense_rank_nulls_lowest_lexicographic() -> None:
     a = pa.array([1, None, 1, None, 0])
     b = pa.array([None, 5, 0, None, 9])
     assert dense_rank([a, b]).tolist() == [3, 1, 4, 0, 2]
+
+
+def _chunked(pieces: list[np.ndarray], key_type: pa.DataType | None = None) -> pa.Table:
+    """Rows as a merge concatenates them: one chunk per (non-empty) piece, positions in sequence order."""
+    key_type = key_type or pa.int64()
+    schema = rows([], key_type=key_type).schema
+    starts = np.cumsum([0] + [len(p) for p in pieces])
+    batches = [
+        pa.record_batch(
+            [pa.array(p, key_type), pa.array(np.arange(a, a + len(p))), pa.array(np.zeros(len(p), np.int8))],
+            schema=schema,
+        )
+        for p, a in zip(pieces, starts, strict=False)
+        if len(p)
+    ]
+    return pa.Table.from_batches(batches, schema=schema)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(-40, 40), max_size=30).map(lambda v: sorted(set(v))), min_size=1, max_size=7),
+    st.sampled_from([pa.int64(), pa.int32(), pa.int8(), pa.timestamp("us")]),
+)
+def test_newest_per_key_matches_a_dict_of_last_positions(pieces: list[list[int]], key_type: pa.DataType) -> None:
+    """Sorted runs, one chunk each: the newest position of every key, in key order; the sorted layout agrees."""
+    table = _chunked([np.array(p, np.int64) for p in pieces], key_type)
+    if table.num_rows == 0:
+        return
+    newest: dict[int, int] = {}
+    for pos, k in enumerate(k for p in pieces for k in p):
+        newest[k] = pos
+    got = newest_per_key(table, ["k"], seq_ordered=True)
+    assert got is not None
+    assert got.tolist() == [newest[k] for k in sorted(newest)]
+    layout = Layout.build(table, ["k"], seq_ordered=True)
+    assert got.tolist() == layout.phys(layout.last_pos).tolist()
+    assert newest_per_key(table, ["k"]).tolist() == got.tolist()  # _SEQUENCE_NUMBER ascends: same answer
+
+
+def test_newest_per_key_declines_what_it_cannot_answer_without_a_sort() -> None:
+    runs = [np.array([1, 3, 5]), np.array([2, 3])]
+    assert newest_per_key(_chunked(runs), ["k"], seq_ordered=True).tolist() == [0, 3, 4, 2]
+    # a chunk not strictly ascending (a repeated or out-of-order key), keys too sparse for a slot per value
+    assert newest_per_key(_chunked([np.array([1, 3, 3])]), ["k"], seq_ordered=True) is None
+    assert newest_per_key(_chunked([np.array([3, 1])]), ["k"], seq_ordered=True) is None
+    assert newest_per_key(_chunked([np.array([0, 10**9])]), ["k"], seq_ordered=True) is None
+    # sequence numbers out of position order, several key columns, a sequence field, string or null keys
+    shuffled = _chunked(runs).set_column(1, SEQUENCE_NUMBER, pa.array([4, 3, 2, 1, 0], pa.int64()))
+    assert newest_per_key(shuffled, ["k"]) is None
+    assert newest_per_key(_chunked(runs), ["k", SEQUENCE_NUMBER], seq_ordered=True) is None
+    assert newest_per_key(_chunked(runs), ["k"], [SEQUENCE_NUMBER], seq_ordered=True) is None
+    assert newest_per_key(rows(["a", "b"]), ["k"], seq_ordered=True) is None
+    assert newest_per_key(rows([1, None]), ["k"], seq_ordered=True) is None

@@ -20,7 +20,7 @@ from mergetable.core.rowkind import RowKind, is_retract
 from mergetable.core.schema import VALUE_KIND, TableSchema
 from mergetable.merge.base import WRITE_MASK
 from mergetable.merge.engines.base import EngineBase, assemble
-from mergetable.merge.layout import Layout
+from mergetable.merge.layout import Layout, newest_per_key, take_rows
 
 
 class Deduplicate(EngineBase):
@@ -33,6 +33,10 @@ class Deduplicate(EngineBase):
 
     def merge(self, rows: pa.Table, seq_ordered: bool = False) -> pa.Table:
         rows = self.drop_deletes(rows, ignore=self.ignore_delete)
+        if WRITE_MASK not in rows.column_names:
+            newest = newest_per_key(rows, self.keys, self.seq_fields, seq_ordered)
+            if newest is not None:
+                return take_rows(rows, newest)
         layout = Layout.build(rows, self.keys, self.seq_fields, self.seq_descending, seq_ordered)
         masks = self.masks(layout)
         if masks is None or bool(self.covers(masks, self.value_bits).all()):
@@ -47,6 +51,9 @@ class Deduplicate(EngineBase):
         if self.ignore_delete or drops or self.opts.ignore_update_before:  # merge() drops (or refuses) retractions
             if bool(is_retract(np.asarray(rows.column(VALUE_KIND).to_numpy())).any()):
                 return None
+        newest = newest_per_key(rows, self.keys, self.seq_fields, seq_ordered)
+        if newest is not None:
+            return newest
         layout = Layout.build(rows, self.keys, self.seq_fields, self.seq_descending, seq_ordered)
         return layout.phys(layout.last_pos)
 
