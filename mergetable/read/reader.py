@@ -249,10 +249,13 @@ class SplitReader:
         window_bytes: int | None = None,
         visible: bool = False,
         prefetch: bool = False,
+        even: bool = False,
     ) -> Iterator[pa.Table]:
         """:meth:`merged_section`, streamed window by window (key order; the same rows in the same order);
         ``visible``: each window as :meth:`finish` makes it (a reader's rows); ``prefetch``: files are decoded
-        ahead of the merge by threads of their own (faster; up to twice the row groups in memory)."""
+        ahead of the merge by threads of their own (faster; up to twice the row groups in memory); ``even`` (implied
+        by ``prefetch``): windows of even size, fewer so faster to merge, for a consumer that does not queue them
+        (see :attr:`RunCursor.least_rows`)."""
         partial = any(f.write_cols is not None for r in runs for f in r)
         key = self.window_key
         if key is None:
@@ -299,8 +302,10 @@ class SplitReader:
                 streams[f.file_name] = self.stream_file(split, f, columns, groups, ahead, row_bytes)
             return [(f, p) for p in kept]
 
+        least = max(1, self.piece_rows // 2) if prefetch or even else 1
         cursors = [
-            RunCursor(deque(item for f in run for item in pending(f)), piece_rows=self.piece_rows) for run in runs
+            RunCursor(deque(item for f in run for item in pending(f)), piece_rows=self.piece_rows, least_rows=least)
+            for run in runs
         ]
         single = len(runs) == 1 and not partial
         try:
@@ -335,9 +340,11 @@ class SplitReader:
         for runs in split.sections:
             yield self.merged_section(split, runs)
 
-    def read_split(self, split: Split, window_bytes: int | None = None, prefetch: bool = False) -> Iterator[pa.Table]:
+    def read_split(
+        self, split: Split, window_bytes: int | None = None, prefetch: bool = False, even: bool = False
+    ) -> Iterator[pa.Table]:
         """Visible rows of a split (user columns), a section at a time, each in windows of bounded size
-        (``prefetch``: see :meth:`merged_windows`)."""
+        (``prefetch``, ``even``: see :meth:`merged_windows`)."""
         filter_expr = self.split_filters(split)[1]
         for runs in split.sections:
             if len(runs) == 1 and all(not f.delete_row_count and f.write_cols is None for f in runs[0]):
@@ -347,7 +354,7 @@ class SplitReader:
                         if table.num_rows:
                             yield self._projected(table)
                 continue
-            for out in self.merged_windows(split, runs, False, window_bytes, visible=True, prefetch=prefetch):
+            for out in self.merged_windows(split, runs, False, window_bytes, True, prefetch, even):
                 if out.num_rows:
                     yield out
 

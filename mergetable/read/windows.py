@@ -54,6 +54,10 @@ class RunCursor:
     buffer: list[Piece] = field(default_factory=list)
     reserve: deque[Piece] = field(default_factory=deque)
     piece_rows: int = PIECE_ROWS
+    least_rows: int = 1
+    """Rows a run holds before a bound is chosen. With 1, a run the last window left with a few rows makes the next
+    window a few rows long (cheap in memory: fewer large windows queue up); more rows even out the windows (fewer,
+    so faster, merges)."""
 
     def load_next(self, load: Load) -> None:
         f, s = self.pending.popleft()
@@ -69,8 +73,8 @@ class RunCursor:
             self.buffer.append(self.reserve.popleft())
 
     def fill(self, load: Load) -> None:
-        """Show rows until some are buffered or the run is exhausted."""
-        while not self.buffer and (self.reserve or self.pending):
+        """Show rows until at least ``least_rows`` are buffered or the run is exhausted."""
+        while (self.reserve or self.pending) and sum(t.num_rows for _, t in self.buffer) < self.least_rows:
             self._show_next(load)
 
     def load_through(self, load: Load, key: str, bound: Any) -> None:

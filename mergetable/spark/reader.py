@@ -99,7 +99,7 @@ class MergeTableReader(DataSourceReader):
             return
         reader = self.table.split_reader(self.columns, self.dnf)
         for split in splits:
-            for table in reader.read_split(split):
+            for table in reader.read_split(split, even=True):  # one split at a time: nothing queues windows
                 yield from spark_batches(table, self.target, self.batch_size)
 
 

@@ -65,7 +65,7 @@ def build(
 
 
 def windowed(
-    reader: SplitReader, table: mt.Table, piece_rows: int = 64 * 1024
+    reader: SplitReader, table: mt.Table, piece_rows: int = 64 * 1024, prefetch: bool = False
 ) -> tuple[list[tuple[Any, ...]], list[pa.Table], list[pa.Table]]:
     reader.window_bytes = 1  # every row group is a slice of its own
     reader.piece_rows = piece_rows  # a run shows a window this many rows of a slice at a time
@@ -74,7 +74,7 @@ def windowed(
         for runs in split.sections:
             sections.append(tuple(len(r) for r in runs))
             whole.append(reader.merged_section(split, runs))
-            streamed.append(list(reader.merged_windows(split, runs)))
+            streamed.append(list(reader.merged_windows(split, runs, prefetch=prefetch)))
     return sections, whole, [pa.concat_tables(w) if w else None for w in streamed]  # type: ignore[misc]
 
 
@@ -84,21 +84,27 @@ def windowed(
     engine=st.sampled_from(sorted(ENGINES)),
     key_type=st.sampled_from(sorted(KEY_TYPES)),
     composite=st.booleans(),
-    piece_rows=st.sampled_from([1, 2, 3, 64 * 1024]),
+    piece_rows=st.sampled_from([1, 2, 3, 4, 64 * 1024]),
+    prefetch=st.booleans(),
 )
 def test_windowed_merge_equals_whole_section_merge(
-    commits: list[list[tuple[int, int, Any, bool]]], engine: str, key_type: str, composite: bool, piece_rows: int
+    commits: list[list[tuple[int, int, Any, bool]]],
+    engine: str,
+    key_type: str,
+    composite: bool,
+    piece_rows: int,
+    prefetch: bool,
 ) -> None:
     with tempfile.TemporaryDirectory() as root:
         t = build(f"{root}/t", engine, KEY_TYPES[key_type], composite, commits)
         reader = t.split_reader()
-        _, whole, streamed = windowed(reader, t, piece_rows)
+        _, whole, streamed = windowed(reader, t, piece_rows, prefetch)
         for w, s in zip(whole, streamed, strict=True):
             assert s is not None
             assert s.equals(w)
         # a key filter pushed into every row-group read
         keyed = t.split_reader(filter=[("k", ">=", _key(KEY_TYPES[key_type], 20))])
-        for w, s in zip(*windowed(keyed, t, piece_rows)[1:], strict=True):
+        for w, s in zip(*windowed(keyed, t, piece_rows, prefetch)[1:], strict=True):
             assert w.num_rows == 0 if s is None else s.equals(w)
         # The scan (windows, tiny batches) returns exactly the whole-section merge's visible rows.
         expected = [reader.finish(w) for w in whole]
@@ -123,6 +129,25 @@ def test_many_runs_are_cut_into_several_windows(tmp_path: Path) -> None:
     assert pa.concat_tables(windows).equals(reader.merged_section(split, runs))
     keys = pa.concat_tables(windows).column("k").to_pylist()
     assert keys == sorted(set(keys))
+
+
+def test_reads_that_keep_every_row_top_up_runs_for_even_windows(tmp_path: Path) -> None:
+    """A run the last window left with a few rows loads more before the next bound is chosen (prefetching reads and
+    Spark's), so no window is only those few rows; a streaming scan does not, keeping fewer large windows queued."""
+    commits = [[(k, 0, r * 100 + k, False) for k in range(r, 60, 6)] for r in range(6)]  # interleaved runs
+    t = build(str(tmp_path / "t"), "deduplicate", pa.int64(), False, commits)
+    reader = t.split_reader()
+    reader.window_bytes, reader.piece_rows = 1, 4
+    [split] = t.plan()
+    [runs] = split.sections
+    lazy = [w.num_rows for w in reader.merged_windows(split, runs)]
+    even = list(reader.merged_windows(split, runs, prefetch=True))
+    assert [w.num_rows for w in reader.merged_windows(split, runs, even=True)] == [w.num_rows for w in even]
+    assert min(lazy[:4]) == 1 < 2 < min(w.num_rows for w in even[:3])  # (the last windows: runs running dry)
+    assert len(even) < len(lazy)
+    assert pa.concat_tables(even).equals(reader.merged_section(split, runs))
+    reader.piece_rows = 1  # half a piece rounds down to nothing: a run still shows a row at a time
+    assert pa.concat_tables(list(reader.merged_windows(split, runs, prefetch=True))).equals(pa.concat_tables(even))
 
 
 def test_batches_never_exceed_read_batch_size(tmp_path: Path) -> None:
