@@ -294,7 +294,14 @@ def test_failed_task_leaves_the_table_unchanged(spark: SparkSession, tmp_path: P
 
     def fail_late(i: int, note: str) -> str:  # defined here so that workers get it by value
         if i == 109:
-            time.sleep(1.5)  # let the other task write its files first
+            # let the other task finish first: a task still writing when Spark aborts the job can leave an orphan
+            # file (see mergetable.spark.writer), so wait until the table's files stop changing for a second
+            seen, still, deadline = None, 0.0, time.monotonic() + 60
+            while still < 1.0 and time.monotonic() < deadline:
+                time.sleep(0.25)
+                now = {p.name for p in Path(uri).rglob("*.parquet")}
+                still = still + 0.25 if now == seen else 0.0
+                seen = now
             raise RuntimeError("boom in the middle of the write")
         return note
 
