@@ -149,6 +149,37 @@ def _bucket_udf(keys: list[str], types: list[pa.DataType], buckets: int) -> Any:
     return arrow_udf(bucket, "int")  # type: ignore[call-overload]  # the stubs omit type-hint inference
 
 
+_TASK_KEYS: dict[tuple[int, int], list[int]] = {}
+
+
+def bucket_task_key(spark: SparkSession, bucket: Column, buckets: int, tasks: int) -> Column:
+    """A column that Spark's ``repartition(tasks, ...)`` sends to task ``bucket % tasks``.
+
+    Hash partitioning takes Murmur3 of its columns modulo the task count, so bucket numbers themselves collide:
+    with 2 tasks, buckets 0 and 1 both land in task 1, and one task writes the whole table. Instead each bucket
+    is mapped to an int that Spark hashes into the wanted task, found with Spark's own ``hash`` (one small query
+    per bucket and task count in a process, so it holds for the running Spark version).
+
+    Example:
+        >>> key = bucket_task_key(spark, F.col("bucket"), 4, 2)  # doctest: +SKIP
+        >>> df.repartition(2, key)  # doctest: +SKIP
+    """
+    if (buckets, tasks) not in _TASK_KEYS:
+        wanted = min(buckets, tasks)
+        found: dict[int, int] = {}
+        candidates = 16 * wanted + 64
+        while len(found) < wanted:
+            probe = spark.range(candidates).selectExpr(
+                "CAST(id AS INT) AS v", f"pmod(hash(CAST(id AS INT)), {tasks}) AS t"
+            )
+            for row in probe.where(f"t < {wanted}").collect():
+                found.setdefault(row.t, row.v)
+            candidates *= 4
+        _TASK_KEYS[(buckets, tasks)] = [found[b % tasks] for b in range(buckets)]
+    values = F.array(*[F.lit(v) for v in _TASK_KEYS[(buckets, tasks)]])
+    return F.element_at(values, bucket + 1)
+
+
 def write(
     df: DataFrame,
     uri: str,
@@ -163,7 +194,9 @@ def write(
 
     The rows are first repartitioned by the table's partition columns and mergetable's bucket, so every
     bucket is written by exactly one task and gets few level-0 files (plain ``df.write`` lets every task
-    write every bucket). Rows of one key then all reach one task, but in no defined order across the
+    write every bucket). Without partition columns, bucket ``b`` goes to task ``b % num_partitions``
+    (:func:`bucket_task_key`), so the buckets are spread evenly over the tasks; (partition, bucket) groups
+    are hashed to tasks. Rows of one key then all reach one task, but in no defined order across the
     input partitions: use ``sequence.field`` where the order of updates to a key matters.
 
     Args:
@@ -209,8 +242,13 @@ def write(
     types = [schema.arrow_type(k) for k in keys]
     partition_cols: list[Column] = [F.col(p) for p in schema.partition_keys]
 
-    bucket = _bucket_udf(keys, types, schema.table_options.bucket)
-    by = [*partition_cols, bucket(*[F.col(k) for k in keys])]
+    buckets = schema.table_options.bucket
+    bucket = _bucket_udf(keys, types, buckets)(*[F.col(k) for k in keys])
+    if partition_cols:  # (partition, bucket) groups are not known in advance: hashed to tasks
+        by = [*partition_cols, bucket]
+    else:
+        tasks = num_partitions or int(str(df.sparkSession.conf.get("spark.sql.shuffle.partitions")))
+        by = [bucket_task_key(df.sparkSession, bucket, buckets, tasks)]
     shuffled = df.repartition(num_partitions, *by) if num_partitions else df.repartition(*by)
     shuffled.write.format("mergetable").mode(mode).options(**opts).save(uri)
 

@@ -22,6 +22,7 @@ import mergetable.spark as mts
 from mergetable.core.options import MergeEngine
 from mergetable.merge.base import _REGISTRY
 from mergetable.metadata.models import CommitKind
+from mergetable.spark.api import bucket_task_key
 from mergetable.spark.types import as_nullable
 from mergetable.spark.writer import STAGING_DIR
 
@@ -538,6 +539,19 @@ def test_write_helper_gives_each_bucket_one_writer(spark: SparkSession, tmp_path
     assert _read(spark, uri).count() == 400
     mts.write(df.limit(10), uri, mode="overwrite")
     assert _read(spark, uri).count() == 10
+
+
+@pytest.mark.parametrize(("buckets", "tasks"), [(2, 2), (4, 2), (3, 4), (8, 3), (5, 200)])
+def test_write_helper_spreads_buckets_over_its_tasks(spark: SparkSession, buckets: int, tasks: int) -> None:
+    """Spark's hash partitioning of the bucket numbers themselves sends buckets 0 and 1 to the same of 2 tasks; the
+    helper's shuffle key sends bucket ``b`` to task ``b % tasks``."""
+    df = spark.range(buckets * 3).select((F.col("id") % buckets).cast("int").alias("b"))
+    key = bucket_task_key(spark, F.col("b"), buckets, tasks)
+    placed = df.repartition(tasks, key).select(F.spark_partition_id().alias("task"), "b").distinct().collect()
+    assert sorted((r.b, r.task) for r in placed) == [(b, b % tasks) for b in range(buckets)]
+    if buckets == tasks == 2:  # what hashing the bucket column itself does
+        naive = df.repartition(tasks, "b").select(F.spark_partition_id().alias("task")).distinct().count()
+        assert naive == 1
 
 
 # -- merge engines through Spark -------------------------------------------------------------------------
