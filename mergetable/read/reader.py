@@ -302,9 +302,13 @@ class SplitReader:
                 streams[f.file_name] = self.stream_file(split, f, columns, groups, ahead, row_bytes)
             return [(f, p) for p in kept]
 
-        least = max(1, self.piece_rows // 2) if prefetch or even else 1
+        # Even windows for consumers that queue none; a streaming scan queues windows between its workers, so it
+        # shows runs in half pieces: windows about half as large, less memory held (and no slower, measured).
+        piece, least = (
+            (self.piece_rows, max(1, self.piece_rows // 2)) if prefetch or even else (self.piece_rows // 2, 1)
+        )
         cursors = [
-            RunCursor(deque(item for f in run for item in pending(f)), piece_rows=self.piece_rows, least_rows=least)
+            RunCursor(deque(item for f in run for item in pending(f)), piece_rows=max(1, piece), least_rows=least)
             for run in runs
         ]
         single = len(runs) == 1 and not partial

@@ -133,7 +133,8 @@ def test_many_runs_are_cut_into_several_windows(tmp_path: Path) -> None:
 
 def test_reads_that_keep_every_row_top_up_runs_for_even_windows(tmp_path: Path) -> None:
     """A run the last window left with a few rows loads more before the next bound is chosen (prefetching reads and
-    Spark's), so no window is only those few rows; a streaming scan does not, keeping fewer large windows queued."""
+    Spark's), so no window is only those few rows; a streaming scan does not, and shows runs half a piece at a
+    time, keeping fewer and smaller windows queued."""
     commits = [[(k, 0, r * 100 + k, False) for k in range(r, 60, 6)] for r in range(6)]  # interleaved runs
     t = build(str(tmp_path / "t"), "deduplicate", pa.int64(), False, commits)
     reader = t.split_reader()
@@ -144,6 +145,7 @@ def test_reads_that_keep_every_row_top_up_runs_for_even_windows(tmp_path: Path) 
     even = list(reader.merged_windows(split, runs, prefetch=True))
     assert [w.num_rows for w in reader.merged_windows(split, runs, even=True)] == [w.num_rows for w in even]
     assert min(lazy[:4]) == 1 < 2 < min(w.num_rows for w in even[:3])  # (the last windows: runs running dry)
+    assert max(lazy) <= 2 * len(runs) < max(w.num_rows for w in even)  # a scan shows runs in half pieces
     assert len(even) < len(lazy)
     assert pa.concat_tables(even).equals(reader.merged_section(split, runs))
     reader.piece_rows = 1  # half a piece rounds down to nothing: a run still shows a row at a time
