@@ -293,18 +293,34 @@ def test_failed_task_leaves_the_table_unchanged(spark: SparkSession, tmp_path: P
     before_files = _parquet_names(uri)
     before_rows = _sorted(_read(spark, uri).collect())
 
+    failed_at = tmp_path / "failed_at"
+
     def fail_late(i: int, note: str) -> str:  # defined here so that workers get it by value
         if i == 109:
-            # let the other task finish first: a task still writing when Spark aborts the job can leave an orphan
-            # file (see mergetable.spark.writer), so wait until the table's files stop changing for a second
+            # let the other task finish first: wait until the table's files stop changing for a second
             seen, still, deadline = None, 0.0, time.monotonic() + 60
             while still < 1.0 and time.monotonic() < deadline:
                 time.sleep(0.25)
                 now = {p.name for p in Path(uri).rglob("*.parquet")}
                 still = still + 0.25 if now == seen else 0.0
                 seen = now
+            failed_at.write_text(repr(time.time()))
             raise RuntimeError("boom in the middle of the write")
         return note
+
+    def settled_files() -> set[str]:
+        """The table's files once no task runs. A task still writing when Spark aborts the job (the other one, on
+        a loaded machine) can leave files the abort did not see: orphans, never visible, that remove_orphan_files
+        deletes (see mergetable.spark.writer). Every file that existed when the task failed must be gone."""
+        tracker, deadline = spark.sparkContext.statusTracker(), time.monotonic() + 60
+        while tracker.getActiveStageIds() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        late = {p for p in Path(uri).rglob("*.parquet") if p.name not in before_files}
+        assert all(p.stat().st_mtime > float(failed_at.read_text()) - 0.01 for p in late)
+        if late:
+            removed = mt.open_table(uri).remove_orphan_files(older_than_ms=int(time.time() * 1000) + 1000, force=True)
+            assert {r.rsplit("/", 1)[-1] for r in removed} == {p.name for p in late}
+        return _parquet_names(uri)
 
     fail = F.udf(fail_late, "string", useArrow=False)
     df = (
@@ -317,7 +333,7 @@ def test_failed_task_leaves_the_table_unchanged(spark: SparkSession, tmp_path: P
     try:  # tiny batches and write buffer: the failing task has written files before it dies
         with pytest.raises(Exception, match="boom"):
             df.write.format("mergetable").mode("append").option("write-buffer-size", "1b").save(uri)
-        assert _parquet_names(uri) == before_files
+        assert settled_files() == before_files
         assert _sorted(_read(spark, uri).collect()) == before_rows
         assert len(_data_snapshots(uri)) == 1
         assert not (Path(uri) / STAGING_DIR).exists()
