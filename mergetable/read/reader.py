@@ -254,8 +254,8 @@ class SplitReader:
         """:meth:`merged_section`, streamed window by window (key order; the same rows in the same order);
         ``visible``: each window as :meth:`finish` makes it (a reader's rows); ``prefetch``: files are decoded
         ahead of the merge by threads of their own (faster; up to twice the row groups in memory); ``even`` (implied
-        by ``prefetch``): windows of even size, fewer so faster to merge, for a consumer that does not queue them
-        (see :attr:`RunCursor.least_rows`)."""
+        by ``prefetch``): even windows (:attr:`RunCursor.least_rows`) for a consumer that queues none; otherwise
+        runs show half pieces, so the windows a streaming scan queues between its workers are half as large."""
         partial = any(f.write_cols is not None for r in runs for f in r)
         key = self.window_key
         if key is None:
@@ -302,13 +302,10 @@ class SplitReader:
                 streams[f.file_name] = self.stream_file(split, f, columns, groups, ahead, row_bytes)
             return [(f, p) for p in kept]
 
-        # Even windows for consumers that queue none; a streaming scan queues windows between its workers, so it
-        # shows runs in half pieces: windows about half as large, less memory held (and no slower, measured).
-        piece, least = (
-            (self.piece_rows, max(1, self.piece_rows // 2)) if prefetch or even else (self.piece_rows // 2, 1)
-        )
+        half = max(1, self.piece_rows // 2)
+        piece, least = (self.piece_rows, half) if prefetch or even else (half, 1)
         cursors = [
-            RunCursor(deque(item for f in run for item in pending(f)), piece_rows=max(1, piece), least_rows=least)
+            RunCursor(deque(item for f in run for item in pending(f)), piece_rows=piece, least_rows=least)
             for run in runs
         ]
         single = len(runs) == 1 and not partial
