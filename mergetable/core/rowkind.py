@@ -134,3 +134,20 @@ def is_retract(kinds: np.ndarray) -> np.ndarray:
         [False, True, False, True]
     """
     return (kinds == RowKind.UPDATE_BEFORE) | (kinds == RowKind.DELETE)
+
+
+def any_retract(kinds: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether an int8 ``_VALUE_KIND`` column holds a -U or -D row, found by Arrow without copying it out.
+
+    Example:
+        >>> any_retract(pa.array([0, 2, 0], pa.int8())), any_retract(pa.chunked_array([[0], [3]], pa.int8()))
+        (False, True)
+    """
+    if len(kinds) == 0:
+        return False
+    bounds = pc.min_max(kinds)
+    lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+    if hi == RowKind.INSERT or lo == hi == RowKind.UPDATE_AFTER:
+        return False
+    retract = pc.or_(pc.equal(kinds, int(RowKind.UPDATE_BEFORE)), pc.equal(kinds, int(RowKind.DELETE)))
+    return bool(pc.any(retract).as_py())

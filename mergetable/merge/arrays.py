@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -38,6 +39,23 @@ def validity_buffer(valid: np.ndarray | None) -> pa.Buffer | None:
     if valid is None or bool(valid.all()):
         return None
     return pa.py_buffer(np.packbits(valid.astype(bool), bitorder="little"))
+
+
+def pool_empty(n: int, dtype: npt.DTypeLike) -> np.ndarray:
+    """An uninitialised, writable numpy array of ``n`` values whose memory comes from Arrow's default pool.
+
+    A merge's large temporaries are taken from the pool Arrow decodes into: it keeps freed pages for the next
+    window, where the C allocator returns a large block to the system on free and faults it in again, page by
+    page, on the next window's allocation.
+
+    Example:
+        >>> a = pool_empty(3, np.int32)
+        >>> a[:] = 7
+        >>> a.tolist(), a.flags.writeable
+        ([7, 7, 7], True)
+    """
+    dt = np.dtype(dtype)
+    return np.frombuffer(pa.allocate_buffer(max(0, n) * dt.itemsize), dtype=dt, count=max(0, n))
 
 
 def from_numpy(values: np.ndarray, valid: np.ndarray | None, t: pa.DataType) -> pa.Array:
@@ -85,6 +103,7 @@ __all__ = [
     "decimal_unscaled",
     "from_numpy",
     "is_numeric_storage",
+    "pool_empty",
     "raw_numpy",
     "scatter",
     "storage_dtype",

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND
+from mergetable.merge.arrays import pool_empty, raw_numpy
 from mergetable.merge.grouping import _int_view, _is_int_like, group_starts, sort_permutation
 
 _RADIX_MAX_BITS = 48
@@ -106,28 +107,65 @@ def newest_per_key(
     if n == 0 or len(keys) != 1 or seq_fields or not _is_int_like(rows.schema.field(keys[0]).type):
         return None
     column = rows.column(keys[0])
-    if column.null_count:
+    if column.null_count or pa.types.is_uint64(column.type):
         return None
     if not seq_ordered:
         seq = _np(rows.column(SEQUENCE_NUMBER))
         if not bool(np.all(seq[1:] >= seq[:-1])):
             return None
-    key = _int_view(column)
-    bounds = np.cumsum([0] + [len(c) for c in column.chunks])
-    runs = [(int(a), int(b)) for a, b in itertools.pairwise(bounds) if b > a]
-    for a, b in runs:
-        if b - a > 1 and not bool(np.all(key[a + 1 : b] > key[a : b - 1])):
+    chunks = _key_chunks(column)
+    longest = max(len(k) for k in chunks)
+    # Large temporaries come from Arrow's pool (see pool_empty): a read merges window after window.
+    ascending = pool_empty(longest, np.bool_)
+    for k in chunks:
+        if len(k) > 1 and not np.greater(k[1:], k[:-1], out=ascending[: len(k) - 1]).all():
             return None
-    lo = min(int(key[a]) for a, _ in runs)
-    span = max(int(key[b - 1]) for _, b in runs) - lo + 1
+    lo = min(int(k[0]) for k in chunks)
+    span = max(int(k[-1]) for k in chunks) - lo + 1
     if span > 2 * n + _SLOT_SLACK:
         return None
-    slot = np.full(span, -1, dtype=np.int64)
-    positions = np.arange(n, dtype=np.int64)
-    for a, b in runs:
+    dtype = np.dtype(np.int32) if n <= np.iinfo(np.int32).max else np.dtype(np.int64)
+    slot = pool_empty(span, dtype)
+    slot.fill(-1)
+    shifted = pool_empty(longest, np.int64)
+    start = 0
+    for k in chunks:
+        m = len(k)
         # keys are unique within a chunk, so each assignment writes every slot at most once
-        slot[key[a:b] - np.int64(lo)] = positions[a:b]
-    return slot[slot >= 0]
+        slot[np.subtract(k, np.int64(lo), out=shifted[:m])] = _row_numbers(start, m, dtype)
+        start += m
+    filled = np.greater_equal(slot, 0, out=pool_empty(span, np.bool_))
+    count = int(np.count_nonzero(filled))
+    if count == span:
+        return slot
+    return np.compress(filled, slot, out=pool_empty(count, dtype))
+
+
+def _key_chunks(column: pa.ChunkedArray) -> list[np.ndarray]:
+    """The non-empty chunks of a null-free key column as integers in key order (integers: uncopied)."""
+    t = column.type
+    if pa.types.is_integer(t) or pa.types.is_temporal(t):
+        return [raw_numpy(c) for c in column.chunks if len(c)]
+    key = _int_view(column)
+    bounds = np.cumsum([0] + [len(c) for c in column.chunks])
+    return [key[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+
+
+_ROW_NUMBERS: dict[np.dtype, np.ndarray] = {}
+_ROW_NUMBERS_CACHED = 1 << 22
+
+
+def _row_numbers(start: int, count: int, dtype: np.dtype) -> np.ndarray:
+    """``arange(start, start + count)`` of ``dtype``, a read-only view of a shared array while it is short."""
+    stop = start + count
+    if stop > _ROW_NUMBERS_CACHED:
+        return np.arange(start, stop, dtype=dtype)
+    cached = _ROW_NUMBERS.get(dtype)
+    if cached is None or len(cached) < stop:
+        cached = np.arange(min(_ROW_NUMBERS_CACHED, max(stop, 2 * (0 if cached is None else len(cached)))), dtype=dtype)
+        cached.flags.writeable = False
+        _ROW_NUMBERS[dtype] = cached
+    return cached[start:stop]
 
 
 def take_rows(rows: pa.Table, idx: np.ndarray) -> pa.Table:
@@ -135,7 +173,10 @@ def take_rows(rows: pa.Table, idx: np.ndarray) -> pa.Table:
     n = rows.num_rows
     if len(idx) == n and n and idx[0] == 0 and idx[-1] == n - 1 and bool(np.all(idx[1:] > idx[:-1])):
         return rows
-    return rows.take(pa.array(idx))
+    if len(idx) and (int(idx.min()) < 0 or int(idx.max()) >= n):
+        raise IndexError(f"row index out of bounds for {n} rows")
+    # bounds checked once here, not again by Arrow for every column
+    return pc.take(rows, pa.array(idx), boundscheck=False)
 
 
 def group_last_where(gid: np.ndarray, n_groups: int, mask: np.ndarray | None) -> np.ndarray:

@@ -24,10 +24,11 @@ from mergetable.core.filters import to_expression
 from mergetable.core.options import MIB
 from mergetable.core.paths import PathFactory
 from mergetable.core.predicates import Conjunct, columns_of, point_values, restrict
-from mergetable.core.rowkind import is_retract
+from mergetable.core.rowkind import any_retract, is_retract
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from mergetable.merge import MergeFunction
 from mergetable.merge.base import WRITE_MASK, drop_write_mask, with_write_mask
+from mergetable.merge.layout import take_rows
 from mergetable.metadata.models import DataFileMeta
 from mergetable.read.datafile import (
     RowGroupSlice,
@@ -331,11 +332,9 @@ class SplitReader:
         idx = self.merge_function.survivors(rows, seq_ordered)
         if idx is None:
             return self.finish(drop_write_mask(self.merge_function.merge(rows, seq_ordered=seq_ordered)))
-        kinds = np.asarray(rows.column(VALUE_KIND).to_numpy())[idx]
-        retract = is_retract(kinds)
-        if retract.any():
-            idx = idx[~retract]
-        return self._user_rows(rows.select(self.plain_columns).take(pa.array(idx)))
+        if any_retract(rows.column(VALUE_KIND)):
+            idx = idx[~is_retract(np.asarray(rows.column(VALUE_KIND).to_numpy())[idx])]
+        return self._user_rows(take_rows(rows.select(self.plain_columns), idx))
 
     def read_split_kv(self, split: Split) -> Iterator[pa.Table]:
         for runs in split.sections:
@@ -425,10 +424,8 @@ class SplitReader:
 
     def finish(self, kv: pa.Table) -> pa.Table:
         """Drop retracts, apply the exact filter, project to the user's columns."""
-        kinds = np.asarray(kv.column(VALUE_KIND).to_numpy())
-        retract = is_retract(kinds)
-        if retract.any():
-            kv = kv.filter(pa.array(~retract))
+        if any_retract(kv.column(VALUE_KIND)):
+            kv = kv.filter(pa.array(~is_retract(np.asarray(kv.column(VALUE_KIND).to_numpy()))))
         return self._user_rows(kv)
 
     def _user_rows(self, rows: pa.Table) -> pa.Table:

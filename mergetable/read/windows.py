@@ -117,8 +117,15 @@ def _above(low: Any, bound: Any) -> bool:
 def _count_through(col: pa.ChunkedArray, bound: Any) -> int:
     """Rows of an ascending column that are ``<= bound``."""
     if pa.types.is_integer(col.type):
-        values = col.combine_chunks().to_numpy() if col.num_chunks != 1 else col.chunk(0).to_numpy()
-        return int(np.searchsorted(values, bound, side="right"))
+        count = 0
+        for chunk in col.chunks:  # chunk by chunk: no copy of the column
+            values = chunk.to_numpy()
+            if not len(values):
+                continue
+            if values[-1] > bound:
+                return count + int(np.searchsorted(values, bound, side="right"))
+            count += len(values)
+        return count
     return int(pc.sum(pc.less_equal(col, pa.scalar(bound, col.type))).as_py() or 0)
 
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND
 from mergetable.merge.engines.partial_update import dense_rank
-from mergetable.merge.layout import Layout, newest_per_key, stable_int_argsort
+from mergetable.merge.layout import Layout, newest_per_key, stable_int_argsort, take_rows
 
 
 def rows(
@@ -108,7 +108,7 @@ def _chunked(pieces: list[np.ndarray], key_type: pa.DataType | None = None) -> p
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(st.lists(st.integers(-40, 40), max_size=30).map(lambda v: sorted(set(v))), min_size=1, max_size=7),
-    st.sampled_from([pa.int64(), pa.int32(), pa.int8(), pa.timestamp("us")]),
+    st.sampled_from([pa.int64(), pa.int32(), pa.int8(), pa.timestamp("us"), pa.int16()]),
 )
 def test_newest_per_key_matches_a_dict_of_last_positions(pieces: list[list[int]], key_type: pa.DataType) -> None:
     """Sorted runs, one chunk each: the newest position of every key, in key order; the sorted layout agrees."""
@@ -140,3 +140,13 @@ def test_newest_per_key_declines_what_it_cannot_answer_without_a_sort() -> None:
     assert newest_per_key(_chunked(runs), ["k"], [SEQUENCE_NUMBER], seq_ordered=True) is None
     assert newest_per_key(rows(["a", "b"]), ["k"], seq_ordered=True) is None
     assert newest_per_key(rows([1, None]), ["k"], seq_ordered=True) is None
+    assert newest_per_key(_chunked(runs, pa.uint64()), ["k"], seq_ordered=True) is None
+
+
+def test_take_rows_checks_bounds_once_for_every_column() -> None:
+    table = _chunked([np.array([1, 3, 5]), np.array([2, 3])])
+    assert take_rows(table, np.array([4, 0], np.int32)).column("k").to_pylist() == [3, 1]
+    assert take_rows(table, np.arange(5)) is table  # every row in order: not copied
+    for bad in ([0, 5], [-1, 2]):
+        with pytest.raises(IndexError, match="out of bounds for 5 rows"):
+            take_rows(table, np.array(bad))

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from mergetable.core.options import DeleteBehavior
-from mergetable.core.rowkind import RowKind, is_retract
+from mergetable.core.rowkind import RowKind, any_retract, is_retract
 from mergetable.core.schema import VALUE_KIND, TableSchema
 from mergetable.merge.base import WRITE_MASK
 from mergetable.merge.engines.base import EngineBase, assemble
@@ -49,7 +49,7 @@ class Deduplicate(EngineBase):
             return None
         drops = self.delete_behavior in (DeleteBehavior.IGNORE, DeleteBehavior.DISABLE)
         if self.ignore_delete or drops or self.opts.ignore_update_before:  # merge() drops (or refuses) retractions
-            if bool(is_retract(np.asarray(rows.column(VALUE_KIND).to_numpy())).any()):
+            if any_retract(rows.column(VALUE_KIND)):
                 return None
         newest = newest_per_key(rows, self.keys, self.seq_fields, seq_ordered)
         if newest is not None:

@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from mergetable.core.errors import MergeError
 from mergetable.core.options import DeleteBehavior
-from mergetable.core.rowkind import is_retract
+from mergetable.core.rowkind import any_retract, is_retract
 from mergetable.core.schema import VALUE_KIND, TableSchema
 from mergetable.merge.engines.base import EngineBase
 from mergetable.merge.layout import Layout
@@ -43,7 +43,7 @@ class FirstRow(EngineBase):
 
     def survivors(self, rows: pa.Table, seq_ordered: bool = False) -> np.ndarray | None:
         """The oldest record of each key (None when retractions need checking: :meth:`merge` does that)."""
-        if rows.num_rows == 0 or bool(is_retract(np.asarray(rows.column(VALUE_KIND).to_numpy())).any()):
+        if rows.num_rows == 0 or any_retract(rows.column(VALUE_KIND)):
             return None
         layout = Layout.build(rows, self.keys, (), False, seq_ordered)
         return layout.phys(layout.first_pos)
