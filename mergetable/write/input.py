@@ -14,6 +14,7 @@ from mergetable.core.hashing import bucket_of
 from mergetable.core.options import MergeEngine
 from mergetable.core.rowkind import RowKind, kinds_from_strings
 from mergetable.core.schema import TableSchema
+from mergetable.merge.layout import take_rows
 
 RowKindArg: TypeAlias = str | int | RowKind | Sequence[str | int | RowKind] | pa.Array | pa.ChunkedArray | None
 
@@ -269,4 +270,4 @@ def split_by_bucket(table: pa.Table, schema: TableSchema) -> Iterator[tuple[tupl
     ends = np.concatenate([bounds, [n]])
     for s, e in zip(starts, ends, strict=True):
         g = int(sorted_group[s])
-        yield parts[g // opts.bucket], g % opts.bucket, table.take(pa.array(order[s:e]))
+        yield parts[g // opts.bucket], g % opts.bucket, take_rows(table, order[s:e])
