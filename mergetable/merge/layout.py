@@ -83,6 +83,10 @@ def _np(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 
 _SLOT_SLACK = 1024
+_SLOTS_PER_ROW = 8
+"""How sparse keys may be for :func:`newest_per_key`: a slot per key value costs 5 bytes (an int32 and a mask
+byte), so its span may reach 8 times the rows (a bucket of a hashed key holds a fraction of the values of its
+range) and still cost less than a sort."""
 
 
 def newest_per_key(
@@ -94,9 +98,10 @@ def newest_per_key(
     It applies to the rows a merge concatenates from sorted files: a single integer-like key, no
     ``sequence.field``, rows in sequence order (``seq_ordered`` or a non-decreasing ``_SEQUENCE_NUMBER``),
     every chunk of the key column strictly ascending (a slice of one sorted file), and keys dense enough
-    (their span at most twice the rows). Each chunk's row numbers are then written, chunk after chunk, into
-    a slot per key value, so a newer chunk overwrites an older one and the filled slots, read in order, are
-    the newest rows in key order. Interleaved runs cost a sort ``log(runs)`` passes; this is one pass.
+    (their span at most :data:`_SLOTS_PER_ROW` times the rows). Each chunk's row numbers are then written,
+    chunk after chunk, into a slot per key value, so a newer chunk overwrites an older one and the filled
+    slots, read in order, are the newest rows in key order. Interleaved runs cost a sort ``log(runs)``
+    passes; this is one pass.
 
     Example:
         >>> rows = pa.Table.from_batches([pa.record_batch({"k": [1, 3, 5]}), pa.record_batch({"k": [2, 3]})])
@@ -122,7 +127,7 @@ def newest_per_key(
             return None
     lo = min(int(k[0]) for k in chunks)
     span = max(int(k[-1]) for k in chunks) - lo + 1
-    if span > 2 * n + _SLOT_SLACK:
+    if span > _SLOTS_PER_ROW * n + _SLOT_SLACK:
         return None
     dtype = np.dtype(np.int32) if n <= np.iinfo(np.int32).max else np.dtype(np.int64)
     slot = pool_empty(span, dtype)
@@ -134,11 +139,10 @@ def newest_per_key(
         # keys are unique within a chunk, so each assignment writes every slot at most once
         slot[np.subtract(k, np.int64(lo), out=shifted[:m])] = _row_numbers(start, m, dtype)
         start += m
-    filled = np.greater_equal(slot, 0, out=pool_empty(span, np.bool_))
-    count = int(np.count_nonzero(filled))
-    if count == span:
+    filled = np.flatnonzero(np.greater_equal(slot, 0, out=pool_empty(span, np.bool_)))
+    if len(filled) == span:
         return slot
-    return np.compress(filled, slot, out=pool_empty(count, dtype))
+    return np.take(slot, filled, out=pool_empty(len(filled), dtype))
 
 
 def _key_chunks(column: pa.ChunkedArray) -> list[np.ndarray]:
