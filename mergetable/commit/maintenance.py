@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from mergetable.commit.consumers import ConsumerManager
 from mergetable.commit.manifests import ManifestIO
-from mergetable.commit.orphans import DAY_MS, candidates, check_cutoff
+from mergetable.commit.orphans import DAY_MS, candidates, check_cutoff, prune_staging
 from mergetable.commit.restore import RESTORED_FROM
 from mergetable.commit.snapshots import SnapshotManager, TagManager
 from mergetable.core.errors import OptionsError
@@ -241,4 +241,5 @@ def remove_orphan_files(
     )
     if not dry_run:
         fileio.delete_quietly(orphans)
+        prune_staging(fileio, orphans)
     return orphans

@@ -8,10 +8,12 @@ mergetable's own layout and considers only names mergetable makes:
 * ``[<k1>=<v>/…/<kn>=<v>/]bucket-<N>/<data-file.prefix|changelog-file.prefix>*.parquet``, with exactly the
   table's partition keys, in order;
 * temporary files of an interrupted write of one of those (``[.]<name>.<32 hex>.tmp``), also in
-  ``snapshot/``.
+  ``snapshot/``;
+* ``_spark_staging/<job id>/<partition>-<attempt>-<task attempt>``: the marker of a Spark task attempt
+  that was still running when its job committed or aborted (a job removes its own markers when it ends).
 
-Schema, snapshot, hint, tag and consumer files are never deleted; no name or directory starting with ``.``
-or ``_`` is entered or deleted (other than the temporary files above); a directory holding ``schema/`` or
+Schema, snapshot, hint, tag and consumer files are never deleted; no other name or directory starting with
+``.`` or ``_`` is entered or deleted (other than the temporary files above); a directory holding ``schema/`` or
 ``snapshot/`` is another table and is skipped whole. A file is deleted only when no snapshot or tag
 references it and it is older than the cutoff, which must leave at least :data:`MIN_AGE_MS` for commits
 in flight (a writer's files exist before its snapshot does) unless ``force`` is given.
@@ -19,6 +21,7 @@ in flight (a writer's files exist before its snapshot does) unless ``force`` is 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterator
 
@@ -68,6 +71,25 @@ def candidates(fileio: FileIO, schema: TableSchema) -> Iterator[Candidate]:
             bucket = name[len(paths.BUCKET_PREFIX) :]
             if is_dir and name.startswith(paths.BUCKET_PREFIX) and bucket.isdigit():
                 yield from _files(fileio, f"{directory}/{name}", data_name, prefixes)
+    for job, is_dir, _ in fileio.list_entries(factory.staging_dir()):
+        if is_dir and not is_hidden(job):
+            yield from _files(fileio, factory.staging_dir(job), paths.is_attempt_marker, ())
+
+
+def prune_staging(fileio: FileIO, deleted: list[str]) -> None:
+    """Remove the job directories under ``_spark_staging/`` whose markers ``deleted`` held, once empty, then that
+    directory if it is empty too (local tables: object stores have no directories to remove)."""
+    staging = paths.PathFactory(fileio.root).staging_dir()
+    jobs = {path.rsplit("/", 1)[0] for path in deleted if path.startswith(staging + "/")}
+    if not fileio.is_local or not jobs:
+        return
+    for job_dir in sorted(jobs):
+        if not fileio.list_names(job_dir):
+            with contextlib.suppress(OSError):
+                fileio.fs.rmdir(job_dir)
+    if not fileio.list_names(staging):
+        with contextlib.suppress(OSError):
+            fileio.fs.rmdir(staging)
 
 
 def _partition_dirs(fileio: FileIO, directory: str, keys: list[str]) -> Iterator[str]:

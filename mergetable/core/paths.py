@@ -52,6 +52,24 @@ def join(root: str, *parts: str) -> str:
     return "/".join([root, *[p.strip("/") for p in parts if p]])
 
 
+_ATTEMPT_MARKER = re.compile(r"[0-9]+-[0-9]+-[0-9]+")
+
+
+def attempt_marker(partition_id: int, attempt: int, task_attempt_id: int) -> str:
+    """The name of the marker a Spark task attempt leaves under its job's staging directory.
+
+    Example:
+        >>> attempt_marker(3, 0, 41), is_attempt_marker("3-0-41"), is_attempt_marker("3-0-41.tmp")
+        ('3-0-41', True, False)
+    """
+    return f"{partition_id}-{attempt}-{task_attempt_id}"
+
+
+def is_attempt_marker(name: str) -> bool:
+    """Whether ``name`` is one :func:`attempt_marker` makes."""
+    return _ATTEMPT_MARKER.fullmatch(name) is not None
+
+
 def temp_path(path: str) -> str:
     """A hidden, unique sibling of ``path`` to write before publishing it under ``path``."""
     parent, _, name = path.rpartition("/")

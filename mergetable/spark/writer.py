@@ -14,8 +14,8 @@ Exactly-once with retried and speculative tasks
   prefix and every one not in the committed snapshot is deleted. The markers are then removed.
 * ``abort`` deletes every file of the job that the job's snapshot (if it was published after all) does not
   reference, so it is safe after a commit that already landed.
-A zombie attempt still running after the sweep can leave an orphan file; it is never visible and
-``Table.remove_orphan_files`` deletes it.
+A zombie attempt still running after the sweep can leave orphan files and its marker; they are never
+visible and ``Table.remove_orphan_files`` deletes them.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ class TaskCommit(WriterCommitMessage):
 
     @property
     def marker(self) -> str:
-        return _marker_name(self.partition_id, self.attempt, self.task_attempt_id)
+        return paths.attempt_marker(self.partition_id, self.attempt, self.task_attempt_id)
 
     @property
     def file_names(self) -> set[str]:
@@ -125,10 +125,6 @@ def _renamed(schema: StructType, renames: dict[str, str]) -> StructType:
     if not renames:
         return schema
     return StructType([StructField(renames.get(f.name, f.name), f.dataType, f.nullable) for f in schema.fields])
-
-
-def _marker_name(partition_id: int, attempt: int, task_attempt_id: int) -> str:
-    return f"{partition_id}-{attempt}-{task_attempt_id}"
 
 
 def _job_tag(job_id: str) -> str:
@@ -221,7 +217,7 @@ class MergeTableWriter(DataSourceArrowWriter):
         job = self.job
         fileio = job.fileio()
         staging = paths.PathFactory(fileio.root).staging_dir(job.job_id)
-        marker = f"{staging}/{_marker_name(partition_id, attempt, task_attempt_id)}"
+        marker = f"{staging}/{paths.attempt_marker(partition_id, attempt, task_attempt_id)}"
         fileio.write_bytes(marker, b"")
         writer = job.task_table().new_writer()
         rows = 0

@@ -310,12 +310,14 @@ def test_failed_task_leaves_the_table_unchanged(spark: SparkSession, tmp_path: P
 
     def settled_files() -> set[str]:
         """The table's files once no task runs. A task still writing when Spark aborts the job (the other one, on
-        a loaded machine) can leave files the abort did not see: orphans, never visible, that remove_orphan_files
-        deletes (see mergetable.spark.writer). Every file that existed when the task failed must be gone."""
+        a loaded machine) can leave files and its marker that the abort did not see: orphans, never visible, that
+        remove_orphan_files deletes (see mergetable.spark.writer). Every file that existed when the task failed
+        must be gone."""
         tracker, deadline = spark.sparkContext.statusTracker(), time.monotonic() + 60
         while tracker.getActiveStageIds() and time.monotonic() < deadline:
             time.sleep(0.1)
         late = {p for p in Path(uri).rglob("*.parquet") if p.name not in before_files}
+        late |= {p for p in (Path(uri) / STAGING_DIR).rglob("*") if p.is_file()}  # such a task's marker
         assert all(p.stat().st_mtime > float(failed_at.read_text()) - 0.01 for p in late)
         if late:
             removed = mt.open_table(uri).remove_orphan_files(older_than_ms=int(time.time() * 1000) + 1000, force=True)

@@ -80,6 +80,9 @@ def _make_foreign_files(root: Path) -> set[str]:
         "bucket-0/data-not-a-partition.parquet": b"x",
         "manifest/notes.txt": b"x",
         "snapshot/.snapshot-9.tmp-by-someone-else": b"x",
+        "_spark_staging/job2/notes.txt": b"x",
+        "_spark_staging/job2/.0-0-3": b"",
+        "_spark_staging/0-0-5": b"",
     }
     for rel, data in foreign.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -100,6 +103,8 @@ def test_orphan_cleaning_deletes_only_its_own_files(tmp_path: Path) -> None:
         "manifest/manifest-orphan-0",
         "manifest/manifest-list-orphan-0",
         "snapshot/.snapshot-9." + "0" * 32 + ".tmp",
+        "_spark_staging/job1/0-0-17",  # markers of task attempts that outlived their job
+        "_spark_staging/job1/1-0-18",
     }
     for rel in ours:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -112,8 +117,20 @@ def test_orphan_cleaning_deletes_only_its_own_files(tmp_path: Path) -> None:
     t.remove_orphan_files(older_than_ms=later, force=True)
     assert _files(root) == before - ours
     assert foreign <= _files(root)
+    assert not (root / "_spark_staging" / "job1").exists()  # emptied: removed, the rest of the directory kept
     assert mt.open_table(str(root / "dt=nested")).read().column("id").to_pylist() == [7]
     assert sorted(mt.open_table(str(root)).read().column("id").to_pylist()) == [1, 2]
+
+
+def test_orphan_cleaning_removes_the_staging_directory_it_empties(table_uri: str) -> None:
+    t = mt.create_table(table_uri, SCHEMA, primary_key=["id"])
+    marker = Path(table_uri) / "_spark_staging" / "0123abcd" / "1-0-42"
+    marker.parent.mkdir(parents=True)
+    marker.write_bytes(b"")
+    assert t.remove_orphan_files(older_than_ms=_now_ms() - 60_000, force=True) == []  # young: kept
+    assert marker.exists()
+    assert t.remove_orphan_files(older_than_ms=_now_ms() + 60_000, force=True) == [str(marker)]
+    assert not (Path(table_uri) / "_spark_staging").exists()
 
 
 def test_a_young_cutoff_needs_force(table_uri: str) -> None:
