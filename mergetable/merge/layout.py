@@ -156,7 +156,7 @@ def _key_chunks(column: pa.ChunkedArray) -> list[np.ndarray]:
 
 
 _ROW_NUMBERS: dict[np.dtype, np.ndarray] = {}
-_ROW_NUMBERS_CACHED = 1 << 22
+_ROW_NUMBERS_CACHED = 1 << 20
 
 
 def _row_numbers(start: int, count: int, dtype: np.dtype) -> np.ndarray:
