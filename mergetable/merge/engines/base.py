@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from mergetable.core.errors import MergeError
 from mergetable.core.options import DeleteBehavior
-from mergetable.core.rowkind import RowKind, is_retract
+from mergetable.core.rowkind import RowKind, any_retract, is_retract
 from mergetable.core.schema import VALUE_KIND, TableSchema
 from mergetable.merge.arrays import scatter
 from mergetable.merge.base import WRITE_MASK, mask_bit, write_mask, write_mask_columns
@@ -68,12 +68,10 @@ class EngineBase:
     # -- deletes ------------------------------------------------------------------------------------
     def drop_deletes(self, rows: pa.Table, *, ignore: bool) -> pa.Table:
         """Apply ``table.delete.behavior`` / ``ignore-update-before`` and, if ``ignore``, drop retractions."""
-        if rows.num_rows == 0:
+        if rows.num_rows == 0 or not any_retract(rows.column(VALUE_KIND)):
             return rows
         kinds = np.asarray(rows.column(VALUE_KIND).to_numpy())
         retract = is_retract(kinds)
-        if not retract.any():
-            return rows
         if self.delete_behavior == DeleteBehavior.DISABLE:
             raise MergeError(DELETE_DISABLED)
         if ignore or self.delete_behavior == DeleteBehavior.IGNORE:
