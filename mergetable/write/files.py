@@ -103,6 +103,18 @@ def _write_file(
         return end, sink.tell(), writer.writer.metadata
 
 
+def statistics_columns(schema: pa.Schema) -> list[str]:
+    """The columns whose Parquet statistics (row groups and page index) are written: all but floating-point ones.
+
+    Arrow leaves NaN out of a float column's min and max, while Spark (and Paimon) order NaN above every
+    number: a reader that trusts such a max skips the NaN rows of ``v > 10``. Without statistics, no reader can.
+
+    >>> statistics_columns(pa.schema([("id", pa.int64()), ("v", pa.float64()), ("s", pa.string())]))
+    ['id', 's']
+    """
+    return [f.name for f in schema if not pa.types.is_floating(f.type)]
+
+
 def parquet_writer(
     sink: pa.NativeFile,
     schema: TableSchema,
@@ -122,10 +134,11 @@ def parquet_writer(
         schema.file_schema,
         compression=compression,
         compression_level=level,
-        write_statistics=True,
+        write_statistics=statistics_columns(schema.file_schema),
         use_dictionary=dictionary,
         column_encoding=encodings,
         write_page_checksum=True,
+        write_page_index=True,
     )
 
 

@@ -106,6 +106,19 @@ def test_values_round_trip_and_columns_take_their_encodings(tmp_path: Path) -> N
     assert "RLE_DICTIONARY" not in enc["big"]
 
 
+def test_files_carry_a_page_index_and_no_float_bounds(tmp_path: Path) -> None:
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, primary_key=["id"])
+    t.write(_rows(np.arange(50_000, dtype=np.int64)))
+    (path,) = _files(t)
+    md = pq.read_metadata(path)
+    for c in range(md.num_columns):
+        col = md.row_group(0).column(c)
+        floating = col.path_in_schema in ("f", "g")
+        # NaN sits in no Arrow min/max while Spark orders it last: a float bound would let readers skip NaN rows
+        assert (col.statistics is not None and col.statistics.has_min_max) != floating, col.path_in_schema
+        assert col.has_column_index != floating and col.has_offset_index, col.path_in_schema
+
+
 def test_a_run_numbers_its_records_in_key_order(tmp_path: Path) -> None:
     t = mt.create_table(str(tmp_path / "t"), SCHEMA, primary_key=["id"], options={"bucket": "2"})
     ids = np.random.default_rng(1).permutation(3000).astype(np.int64)
