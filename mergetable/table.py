@@ -44,7 +44,7 @@ from mergetable.read.change_api import ChangeData
 from mergetable.read.count import count_rows
 from mergetable.read.reader import SplitReader
 from mergetable.read.request import plan_request, resolve_travel
-from mergetable.read.scan import Split
+from mergetable.read.scan import Sections, Split
 from mergetable.read.system_tables import system_table
 from mergetable.write.input import RowKindArg
 from mergetable.write.writer import TableWriter
@@ -325,20 +325,27 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
         self,
         filter: Filters | None = None,
         target_split_size: int = DEFAULT_SPLIT_SIZE,
+        sections: Sections = "all",
         **args: Unpack[ReadArgs],
     ) -> list[Split]:
         """The splits a read of these arguments (see :meth:`read`) covers, for :meth:`split_reader`.
 
+        ``sections="raw"`` plans only the raw-convertible sections, whose files read as plain Parquet with no
+        merge (one sorted run without retracts, written with the current columns: a compacted bucket, say),
+        and ``"merged"`` the others; together they cover the read once.
+
         Example:
             >>> [(s.partition, s.bucket) for s in t.plan()]
             [((), 0)]
+            >>> len(t.plan(sections="raw")), len(t.plan(sections="merged"))  # two runs to merge, none raw
+            (0, 1)
         """
         args.setdefault("split_size", target_split_size)
-        return self._plan(ReadRequest.of(filter=filter, **args))
+        return self._plan(ReadRequest.of(filter=filter, **args), sections)
 
-    def _plan(self, request: ReadRequest) -> list[Split]:
+    def _plan(self, request: ReadRequest, sections: Sections = "all") -> list[Split]:
         dnf = bind_filters(request.filter, self.schema)
-        return plan_request(self._manifests, self._snapshots, self._tags, self.table_schema, request, dnf)
+        return plan_request(self._manifests, self._snapshots, self._tags, self.table_schema, request, dnf, sections)
 
     def split_reader(self, columns: Sequence[str] | None = None, filter: Filters | None = None) -> SplitReader:
         """Reads splits of :meth:`plan` (anywhere: it pickles) into merged rows.

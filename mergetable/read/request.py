@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.snapshots import SnapshotManager, TagManager
-from mergetable.core.errors import SnapshotNotFoundError
+from mergetable.core.errors import OptionsError, SnapshotNotFoundError
 from mergetable.core.predicates import Conjunct
 from mergetable.core.read_options import ReadRequest, TimeTravel
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import Snapshot
 from mergetable.read.incremental import delta_splits, resolve_range, snapshots_between
-from mergetable.read.scan import Planner, Split
+from mergetable.read.scan import Planner, Sections, Split
 
 
 def resolve_travel(snapshots: SnapshotManager, tags: TagManager, travel: TimeTravel) -> Snapshot | None:
@@ -44,13 +44,17 @@ def plan_request(
     schema: TableSchema,
     request: ReadRequest,
     dnf: list[Conjunct] | None,
+    sections: Sections = "all",
 ) -> list[Split]:
-    """The splits of ``request`` with the bound filter ``dnf`` (partition, bucket and key-range pruned)."""
+    """The splits of ``request`` with the bound filter ``dnf`` (partition, bucket and key-range pruned), holding
+    the ``sections`` asked for (an incremental read's splits are not sections of one snapshot: all of them)."""
     if request.incremental_between is not None:
+        if sections != "all":
+            raise OptionsError("sections", f"must be 'all' for an incremental read, got '{sections}'")
         start, end = resolve_range(snapshots, tags, request.incremental_between)
         return delta_splits(manifests, snapshots_between(snapshots, start, end), schema, dnf)
     snap = resolve_travel(snapshots, tags, request.travel)
-    return Planner(manifests, schema, manifests.fileio).plan(snap, dnf, request.split_size)
+    return Planner(manifests, schema, manifests.fileio).plan(snap, dnf, request.split_size, sections=sections)
 
 
 __all__ = ["plan_request", "resolve_travel"]

@@ -12,11 +12,12 @@ import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 
 from mergetable.commit.manifests import ManifestIO
+from mergetable.commit.schemas import SchemaManager
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import DEFAULT_SPLIT_SIZE
 from mergetable.core.paths import PathFactory
@@ -25,6 +26,7 @@ from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import DataFileMeta, ManifestEntry, Snapshot
 from mergetable.read.datafile import RowGroupSlice, row_group_stats
 from mergetable.read.key_ranges import KeyRange, cut_points, ranges_of, runs_in_range
+from mergetable.read.projection import FileProjection
 from mergetable.read.windows import windowable
 
 Partition = tuple[str | None, ...]
@@ -103,6 +105,19 @@ def interval_partition(files: Sequence[DataFileMeta], cmp: KeyComparator) -> lis
     return out
 
 
+Sections = Literal["all", "raw", "merged"]
+"""Which sections a plan holds: every one, the raw-convertible ones (:func:`raw_convertible`), or the others."""
+
+
+def raw_convertible(section: Section, same_columns: Callable[[int], bool]) -> bool:
+    """Whether ``section``'s rows are its files' rows as stored (Paimon's raw-convertible splits): one sorted run
+    (a key at most once) whose files hold no retract, no partial write, and the reading schema's columns
+    (``same_columns(schema_id)``). Such files read as plain Parquet, with no merge."""
+    return len(section) == 1 and all(
+        f.delete_row_count == 0 and f.write_cols is None and same_columns(f.schema_id) for f in section[0]
+    )
+
+
 class Planner:
     """Plans reads; with ``fileio``, sections above the split target become key-range splits."""
 
@@ -113,6 +128,7 @@ class Planner:
         self.key_types = [self.arrow.field(k).type for k in schema.trimmed_primary_keys]
         keys = schema.trimmed_primary_keys
         self.fileio = fileio if keys and windowable(schema.file_schema.field(keys[0]).type) else None
+        self._same: dict[int, bool] = {}
 
     @cached_property
     def comparator(self) -> KeyComparator:
@@ -163,8 +179,10 @@ class Planner:
         dnf: list[Conjunct] | None,
         target_split_size: int = DEFAULT_SPLIT_SIZE,
         min_level: int = 0,
+        sections: Sections = "all",
     ) -> list[Split]:
-        """Splits of ``snapshot``'s live files (only those at ``min_level`` or above)."""
+        """Splits of ``snapshot``'s live files (only those at ``min_level`` or above; only the ``sections`` asked
+        for, chosen before a large section is cut into key ranges)."""
         if snapshot is None:
             return []
         live = [e for e in self.manifests.live_entries(snapshot) if e.file.level >= min_level]
@@ -174,14 +192,25 @@ class Planner:
             by_bucket.setdefault((e.partition, e.bucket), []).append(e)
         splits: list[Split] = []
         for (partition, bucket), group in sorted(by_bucket.items(), key=lambda kv: (_part_key(kv[0][0]), kv[0][1])):
-            sections = interval_partition([e.file for e in group], self.comparator)
+            found = interval_partition([e.file for e in group], self.comparator)
+            if sections != "all":
+                found = [s for s in found if raw_convertible(s, self.same_columns) == (sections == "raw")]
             total = group[0].total_buckets
-            for part in self._by_key_range(partition, bucket, sections, target_split_size):
+            for part in self._by_key_range(partition, bucket, found, target_split_size):
                 if isinstance(part, tuple):
                     splits.append(Split(snapshot.id, partition, bucket, (part[1],), total, part[0]))
                 else:
                     splits.extend(_pack(snapshot.id, partition, bucket, total, part, target_split_size))
         return splits
+
+    def same_columns(self, schema_id: int) -> bool:
+        """Whether files written with ``schema_id`` hold the planned schema's columns as they are."""
+        if schema_id == self.schema.id:
+            return True
+        if schema_id not in self._same:
+            written = SchemaManager(self.manifests.fileio).schema(schema_id)
+            self._same[schema_id] = FileProjection(written, self.schema).identity
+        return self._same[schema_id]
 
     def _by_key_range(
         self, partition: Partition, bucket: int, sections: list[Section], target: int
