@@ -10,6 +10,8 @@ Every goal is printed through :func:`goals.report` as mergetable time / native t
 * partition-filtered and key-filtered reads (``p = 'p3'``, ``id = <k>``) vs native reads of a
   ``partitionBy("p")`` copy with the same filter, through a ``where()`` on the DataFrame (Spark's filter
   pushdown) and through the ``filter`` read option;
+* the compacted read, ``count()`` and the ``where()`` reads again through ``mergetable.spark.read``, which
+  scans raw-convertible sections (all of a compacted table's) with Spark's own Parquet reader;
 * writes: ``df.write.format("mergetable")`` and ``mergetable.spark.write`` vs ``df.write.parquet``;
 * the peak resident memory of Spark's Python workers (their ``VmHWM`` in ``/proc``, polled while the
   benchmark runs).
@@ -228,6 +230,8 @@ def run(spark: Any, work: Path, rows: int, bucket: int, skip: set[str]) -> None:
 
 def bench_reads(spark: Any, work: Path, df: Any, rows: int, bucket: int) -> None:
     """A compacted table partitioned by p against a native ``partitionBy("p")`` copy: scans, count, filters."""
+    import mergetable.spark as mts
+
     uri = str(work / "table")
     df.write.format("mergetable").mode("append").options(
         **{"primary-key": "id,p", "partition": "p", "bucket": str(bucket)}
@@ -238,6 +242,15 @@ def bench_reads(spark: Any, work: Path, df: Any, rows: int, bucket: int) -> None
     native = spark.read.parquet(str(work / "native")).select("id", "p", "v", "s")
     compare("compacted read", TARGETS["compacted"], lambda: full_scan(native), lambda: full_scan(ours))
     compare("count()", TARGETS["count"], native.count, ours.count)
+    hybrid = mts.read(spark, uri)
+    assert hybrid.inputFiles(), "mergetable.spark.read did not scan the compacted files with Spark's reader"
+    compare(
+        "compacted read, mergetable.spark.read",
+        TARGETS["compacted"],
+        lambda: full_scan(native),
+        lambda: full_scan(hybrid),
+    )
+    compare("count(), mergetable.spark.read", TARGETS["count"], native.count, hybrid.count)
 
     # each filtered query loads its DataFrame (the filter option is given at load), native Spark too
     key = rows // 3
@@ -257,6 +270,12 @@ def bench_reads(spark: Any, work: Path, df: Any, rows: int, bucket: int) -> None
             TARGETS["filtered"],
             lambda sql=sql: native_where(sql),
             lambda dnf=dnf: full_scan(spark.read.format("mergetable").option("filter", _json(dnf)).load(uri)),
+        )
+        compare(
+            f"{what}-filtered read, mergetable.spark.read + where()",
+            TARGETS["filtered"],
+            lambda sql=sql: native_where(sql),
+            lambda sql=sql: full_scan(mts.read(spark, uri).where(sql)),
         )
 
 

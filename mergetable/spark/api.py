@@ -20,6 +20,7 @@ from mergetable.core.hashing import bucket_of
 from mergetable.core.predicates import Filters
 from mergetable.core.schema import TableSchema
 from mergetable.core.txn import make_txn
+from mergetable.spark.native import native_read
 from mergetable.spark.options import WriteOptions
 from mergetable.spark.source import MergeTableDataSource
 from mergetable.spark.system import RESOLVE_SNAPSHOT
@@ -96,9 +97,18 @@ def read(
     columns: Sequence[str] | None = None,
     filter: Filters | None = None,
     options: dict[str, Any] | None = None,
+    *,
+    native: bool = True,
     **kwargs: Any,
 ) -> DataFrame:
-    """``spark.read.format("mergetable").load(uri)`` with a column list and a pruning DNF ``filter``.
+    """``spark.read.format("mergetable").load(uri)`` with a column list and a pruning DNF ``filter``, its
+    raw-convertible sections read by Spark's own Parquet reader.
+
+    Sections that need no merge (one sorted run without retracts: a compacted bucket, say) are read with
+    ``spark.read.parquet`` and the others through the data source, pinned to the same snapshot
+    (:mod:`mergetable.spark.native`): a compacted table then scans, counts and filters at the speed of Spark's
+    Parquet source, with its column pruning and filter pushdown. The rows are the data source's; the columns are
+    all nullable when some files are read so.
 
     Args:
         spark: the session.
@@ -108,6 +118,8 @@ def read(
             applied exactly, with partition, bucket and key-range pruning, whatever Spark's pushdown
             configuration is.
         options: read options as in ``spark.read.option(...)``.
+        native: read raw-convertible sections with Spark's Parquet reader where that returns the same rows
+            (local tables, plain reads; see :mod:`mergetable.spark.native`). ``False``: the data source only.
         **kwargs: more read options, with ``_`` for ``-`` (``snapshot_id=3``, ``tag="t1"``).
 
     Returns:
@@ -128,6 +140,8 @@ def read(
     if filter is not None:
         opts["filter"] = json.dumps(_filter_json(filter), default=str)
     register(spark)
+    if native and (df := native_read(spark, uri, opts)) is not None:
+        return df
     return spark.read.format("mergetable").options(**opts).load(uri)
 
 

@@ -3,7 +3,7 @@
 The read options themselves (time travel with Paimon's and Delta's spellings, incremental range, columns,
 filter, split size) are parsed by :class:`mergetable.core.read_options.ReadRequest`, and storage options
 (``storage.<name>``, ``storage-options``) by :mod:`mergetable.core.storage`. Here: the table location
-(``path``), ``pushdown`` and ``batch-size``, and the write options. Spark lower-cases option keys (values
+(``path``), ``pushdown``, ``batch-size`` and ``sections``, and the write options. Spark lower-cases option keys (values
 are untouched), so every key here is matched in lower case and ``fields.<column>.<option>`` keys get their
 column's spelling back from the schema.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from mergetable.core.errors import OptionsError
 from mergetable.core.read_options import READ_OPTION_KEYS, TIME_TRAVEL_OPTIONS, ReadRequest, parse_filter
@@ -22,7 +22,8 @@ from mergetable.core.write_options import WriteOptions as CoreWriteOptions
 from mergetable.read.scan_modes import INCREMENTAL_KEYS, STREAM_KEYS
 from mergetable.spark.write_modes import MODE_KEYS
 
-_SPARK_READ_KEYS = ("path", "pushdown", "batch-size")
+_SPARK_READ_KEYS = ("path", "pushdown", "batch-size", "sections")
+_SECTIONS = ("all", "merged")
 #: Default rows per Arrow batch a Spark reader yields (``batch-size``).
 DEFAULT_BATCH_SIZE = 256 * 1024
 #: Paimon Spark's switch for change rows, and Delta's spelling of it (lower case, as Spark passes keys)
@@ -42,6 +43,9 @@ class ReadOptions:
     storage: dict[str, Any] | None = None
     pushdown: str = "auto"
     batch_size: int = DEFAULT_BATCH_SIZE
+    sections: Literal["all", "merged"] = "all"
+    """``merged``: only the sections that need a merge (``Table.plan``'s ``sections``); what
+    :func:`mergetable.spark.api.read` asks for when it scans the raw-convertible ones with Spark's Parquet reader."""
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
@@ -53,12 +57,19 @@ class ReadOptions:
         if pushdown not in ("auto", "true", "false"):
             raise OptionsError("pushdown", f"must be auto, true or false, got '{pushdown}'")
         batch_size = _positive("batch-size", opts["batch-size"]) if "batch-size" in opts else DEFAULT_BATCH_SIZE
+        sections = opts.get("sections", "all").strip().lower()
+        if sections not in _SECTIONS:
+            raise OptionsError("sections", f"must be one of {', '.join(_SECTIONS)}, got '{sections}'")
+        request = ReadRequest.from_options(opts)
+        if sections != "all" and request.incremental_between is not None:
+            raise OptionsError("sections", "must be 'all' for an incremental read")
         return cls(
             uri=table_uri(opts),
-            request=ReadRequest.from_options(opts),
+            request=request,
             storage=storage_options(opts),
             pushdown=pushdown,
             batch_size=batch_size,
+            sections="merged" if sections == "merged" else "all",
         )
 
     @property

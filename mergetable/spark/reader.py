@@ -19,7 +19,7 @@ from pyspark.sql.types import StructType
 
 from mergetable.core.options import DEFAULT_SPLIT_SIZE
 from mergetable.core.predicates import Conjunct
-from mergetable.read.scan import Split
+from mergetable.read.scan import Sections, Split
 from mergetable.spark.filters import and_dnf, split_filters
 from mergetable.spark.options import DEFAULT_BATCH_SIZE
 from mergetable.spark.packing import pack_splits
@@ -69,8 +69,10 @@ class MergeTableReader(DataSourceReader):
         split_size: int = DEFAULT_SPLIT_SIZE,
         batch_size: int = DEFAULT_BATCH_SIZE,
         incremental_between: tuple[int | str, int | str] | None = None,
+        sections: Sections = "all",
     ) -> None:
         self.table = table
+        self.sections: Sections = sections
         self.incremental_between = incremental_between
         self.snapshot_id = snapshot_id
         self.columns: list[str] = list(schema.fieldNames())
@@ -87,7 +89,9 @@ class MergeTableReader(DataSourceReader):
             return self._packed(splits)
         if self.snapshot_id is None:
             return []
-        splits = self.table.plan(filter=self.dnf, snapshot_id=self.snapshot_id, target_split_size=self.split_size)
+        splits = self.table.plan(
+            filter=self.dnf, snapshot_id=self.snapshot_id, target_split_size=self.split_size, sections=self.sections
+        )
         return self._packed(splits)
 
     def _packed(self, splits: Sequence[Split]) -> list[InputPartition]:

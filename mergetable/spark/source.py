@@ -24,7 +24,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
 from pyspark.sql.types import StructType
 
-from mergetable.core.errors import SnapshotNotFoundError
+from mergetable.core.errors import OptionsError, SnapshotNotFoundError
 from mergetable.core.filters import bind_filters
 from mergetable.core.read_options import ReadRequest
 from mergetable.read.scan_modes import StreamOptions
@@ -113,6 +113,8 @@ class MergeTableDataSource(DataSource):
         table = self._travelled(open_table(opts.uri, opts.storage), opts)
         dnf = bind_filters(opts.request.filter, table.schema)
         if self._changes():
+            if opts.sections != "all":
+                raise OptionsError("sections", "must be 'all' for a read of changes")
             snapshot = self._pinned_snapshot(table, opts)
             return batch_change_reader(table, schema, self.options, snapshot, dnf, opts.batch_size)
         spark_schema(table.schema, schema.fieldNames())  # a user-given schema must name table columns
@@ -123,7 +125,16 @@ class MergeTableDataSource(DataSource):
         elif per_query(self.options) and not opts.request.travel.given and opts.request.incremental_between is None:
             cls = LatestPerQueryReader
         snapshot = self._pinned_snapshot(table, opts)
-        return cls(table, snapshot, schema, dnf, opts.split_size, opts.batch_size, opts.request.incremental_between)
+        return cls(
+            table,
+            snapshot,
+            schema,
+            dnf,
+            opts.split_size,
+            opts.batch_size,
+            opts.request.incremental_between,
+            opts.sections,
+        )
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         opts = self._read_options()

@@ -51,7 +51,10 @@ class LatestPerQueryReader(MergeTableReader):
         if latest is None:
             return
         self.table = table
-        for split in table.plan(filter=self.dnf, snapshot_id=latest, target_split_size=self.split_size):
+        splits = table.plan(
+            filter=self.dnf, snapshot_id=latest, target_split_size=self.split_size, sections=self.sections
+        )
+        for split in splits:
             if slot_of(split.partition, split.bucket, partition.slots) == slot:
                 yield from super().read(SplitPartition(split))
 

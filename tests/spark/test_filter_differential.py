@@ -2,7 +2,8 @@
 
 For each predicate (given as Spark SQL and as the equivalent DNF), the keys returned by the Python read, a
 pyarrow filter over the merged rows, the Spark ``filter`` option, and Spark SQL with filter pushdown off and
-on must be identical. Spark SQL is the reference semantics (SQL nulls, NaN above every number).
+on must be identical. Spark SQL is the reference semantics (SQL nulls, NaN above every number). The ``filter``
+option is also checked on a compacted copy, whose files Spark's own Parquet reader scans.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import functools
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -236,6 +238,19 @@ def test_every_front_end_returns_the_same_rows(spark: SparkSession, table: mt.Ta
     for n, (sql, dnf) in enumerate(CASES):
         got = {"filter option": option[n], "SQL, pushdown off": sql_off[n], "SQL, pushdown on": sql_on[n]}
         assert got == dict.fromkeys(got, expected[n]), (sql, dnf, expected[n], got)
+
+
+@pytest.mark.slow
+def test_the_filter_option_on_files_spark_reads_itself(spark: SparkSession, table: mt.Table, tmp_path: Path) -> None:
+    copy = str(tmp_path / "compacted")
+    shutil.copytree(table.uri, copy)
+    compacted = mt.open_table(copy)
+    compacted.compact(full=True)
+    assert not compacted.plan(sections="merged") and mts.read(spark, copy).inputFiles()
+    got = _tagged_union([mts.read(spark, copy, filter=dnf) for _, dnf in CASES])
+    for n, (sql, dnf) in enumerate(CASES):
+        expected = _keys(table.read(columns=["id"], filter=dnf).column("id").to_pylist())
+        assert got[n] == expected, (sql, dnf, expected, got[n])
 
 
 def test_a_bad_filter_option_literal_names_the_column(spark: SparkSession, table: mt.Table) -> None:
