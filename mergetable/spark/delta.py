@@ -31,6 +31,7 @@ from mergetable.dml.rules import check_assigned, check_delete, check_update, nul
 from mergetable.metadata.models import Snapshot
 from mergetable.spark.compact import compact
 from mergetable.spark.delta_merge import NULL_ASSIGNED, ROW_KIND, MergeBuilder, as_column, assignments
+from mergetable.spark.native import native_read
 from mergetable.spark.options import STORAGE_JSON
 from mergetable.spark.source import MergeTableDataSource
 from mergetable.spark.types import spark_schema
@@ -93,8 +94,12 @@ class MergeTable:
         return {STORAGE_JSON: json.dumps(self.storage)} if self.storage else {}
 
     def toDF(self) -> DataFrame:
-        """The latest snapshot as a DataFrame (pinned: it keeps reading that snapshot)."""
-        df = self.spark.read.format("mergetable").options(**self._reader_options()).load(self.table.uri)
+        """The latest snapshot as a DataFrame (pinned: it keeps reading that snapshot), its raw-convertible
+        sections read by Spark's Parquet reader as :func:`mergetable.spark.read` does."""
+        options = self._reader_options()
+        df = native_read(self.spark, self.table.uri, options)
+        if df is None:
+            df = self.spark.read.format("mergetable").options(**options).load(self.table.uri)
         return df.alias(self._alias) if self._alias else df
 
     def target_df(self) -> DataFrame:

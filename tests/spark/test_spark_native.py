@@ -189,3 +189,16 @@ def test_nan_rows_survive_sparks_own_filter_pushdown(
     df = mts.read(spark, old.uri)
     assert not df.inputFiles() and [r.id for r in df.where("v > 10").collect()] == [2]
     assert mts.read(spark, old.uri, columns=["id"]).inputFiles()  # no float column read
+
+
+def test_merge_table_reads_and_rewrites_through_the_parquet_scan(spark: SparkSession, tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    t.write(_rows(range(30), "a"))
+    t.compact(full=True)
+    mtab = mts.MergeTable.forPath(spark, t.uri)
+    assert mtab.toDF().inputFiles()
+    mtab.delete("id < 5")
+    mtab.update("id >= 25", {"s": "'updated'"})
+    rows = mt.open_table(t.uri).read().sort_by("id")
+    assert rows.column("id").to_pylist() == list(range(5, 30))
+    assert rows.column("s").to_pylist() == [f"a{i}" for i in range(5, 25)] + ["updated"] * 5
