@@ -35,7 +35,7 @@ from pyspark.sql import types as T
 from mergetable.core.filters import bind_filters
 from mergetable.core.predicates import Conjunct, columns_of
 from mergetable.core.read_options import TIME_TRAVEL_OPTIONS
-from mergetable.core.schema import normalize_arrow_type
+from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, normalize_arrow_type
 from mergetable.read.scan import Sections, Split
 from mergetable.spark.changes import wants_changes
 from mergetable.spark.options import ReadOptions
@@ -93,7 +93,8 @@ def native_read(spark: SparkSession, uri: str, options: Mapping[str, str]) -> Da
     columns = list(opts.columns or table.schema.names)
     dnf = bind_filters(opts.request.filter, table.schema)
     needed = {*columns, *columns_of(dnf)}
-    if not all(native_type(table.schema.field(c).type) for c in needed) or _clashing(spark, table.schema.names):
+    names = [*table.schema.names, SEQUENCE_NUMBER, VALUE_KIND]  # the columns a data file holds
+    if not all(native_type(table.schema.field(c).type) for c in needed) or _clashing(spark, names):
         return None
     raw = _raw_paths(table, _plan(table, opts, snapshot_id, "raw"))
     if not raw or any(_UNSAFE_PATH.search(p) for p in raw):
@@ -190,7 +191,7 @@ def _raw_paths(table: Table, splits: Sequence[Split]) -> list[str]:
 
 
 def _clashing(spark: SparkSession, names: Sequence[str]) -> bool:
-    """Whether Spark, matching Parquet columns case-insensitively, could confuse two of ``names``."""
+    """Whether Spark, matching Parquet columns case-insensitively, could confuse two of a file's ``names``."""
     if str(spark.conf.get("spark.sql.caseSensitive", "false")).lower() == "true":
         return False
     return len({n.lower() for n in names}) < len(names)

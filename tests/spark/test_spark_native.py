@@ -202,3 +202,14 @@ def test_merge_table_reads_and_rewrites_through_the_parquet_scan(spark: SparkSes
     rows = mt.open_table(t.uri).read().sort_by("id")
     assert rows.column("id").to_pylist() == list(range(5, 30))
     assert rows.column("s").to_pylist() == [f"a{i}" for i in range(5, 25)] + ["updated"] * 5
+
+
+def test_partition_directories_with_escaped_names(spark: SparkSession, tmp_path: Path) -> None:
+    schema = pa.schema([pa.field("id", pa.int64(), False), pa.field("p", pa.string(), False)])
+    values = ["a b", "x/y", "c%d", "é", "plain"]
+    t = mt.create_table(str(tmp_path / "esc"), schema, ["id", "p"], ["p"], options={"bucket": "1"})
+    t.write(pa.table({"id": list(range(len(values))), "p": values}, schema=schema))
+    df = mts.read(spark, t.uri)
+    assert len(df.inputFiles()) == len(values)
+    assert _sorted(df) == _sorted(_source(spark, t)) == sorted(enumerate(values))
+    assert [r.id for r in df.where("p = 'c%d'").collect()] == [2]
