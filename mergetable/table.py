@@ -328,17 +328,12 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
         sections: Sections = "all",
         **args: Unpack[ReadArgs],
     ) -> list[Split]:
-        """The splits a read of these arguments (see :meth:`read`) covers, for :meth:`split_reader`.
-
-        ``sections="raw"`` plans only the raw-convertible sections, whose files read as plain Parquet with no
-        merge (one sorted run without retracts, written with the current columns: a compacted bucket, say),
-        and ``"merged"`` the others; together they cover the read once.
+        """The splits a read of these arguments (see :meth:`read`) covers, for :meth:`split_reader`; ``sections="raw"``
+        or ``"merged"``: only the sections read as plain Parquet (``read.scan.raw_convertible``), or the others.
 
         Example:
-            >>> [(s.partition, s.bucket) for s in t.plan()]
-            [((), 0)]
-            >>> len(t.plan(sections="raw")), len(t.plan(sections="merged"))  # two runs to merge, none raw
-            (0, 1)
+            >>> [(s.partition, s.bucket) for s in t.plan()], len(t.plan(sections="raw"))  # two runs: none raw
+            ([((), 0)], 0)
         """
         args.setdefault("split_size", target_split_size)
         return self._plan(ReadRequest.of(filter=filter, **args), sections)
