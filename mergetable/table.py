@@ -396,8 +396,7 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
         return self._reader(ReadRequest.of(columns, filter, **args), ahead=1)
 
     def _reader(self, request: ReadRequest, ahead: int | None) -> pa.RecordBatchReader:
-        """:meth:`scan`, its splits read ``ahead`` windows ahead of the consumer (None: as far as they can); a
-        time-travel read sees the schema its snapshot was committed with."""
+        """:meth:`scan`, ``ahead`` windows ahead (None: as far as it can), in the schema of a time travel's snapshot."""
         snap = resolve_travel(self._snapshots, self._tags, request.travel) if request.travel.given else None
         if snap is not None and snap.schema_id != self.table_schema.id:
             return self.as_of_schema(snap.schema_id)._reader(request, ahead)
@@ -405,8 +404,7 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
         return pa.RecordBatchReader.from_batches(reader.out_schema, reader.batches(self._plan(request), ahead=ahead))
 
     def as_of_schema(self, schema_id: int) -> Table:
-        """This table seen through schema ``schema_id`` (what a time-travel read of a snapshot committed with
-        that schema uses); ``self`` when it is the current one.
+        """This table seen through schema ``schema_id`` (a time travel's, say); ``self`` when it is the current one.
 
         Example:
             >>> t.as_of_schema(t.snapshot(1).schema_id).schema.names
