@@ -56,6 +56,7 @@ READ_OPTIONS: dict[str, tuple[str, ...]] = {
     "filter": (),
 }
 READ_OPTION_KEYS = frozenset(k for canonical, aliases in READ_OPTIONS.items() for k in (canonical, *aliases))
+TIME_TRAVEL_KEYS = frozenset(k for canonical, aliases in TIME_TRAVEL_OPTIONS.items() for k in (canonical, *aliases))
 
 
 def iso_utc(ms: int) -> str:
@@ -304,6 +305,7 @@ __all__ = [
     "DEFAULT_SPLIT_SIZE",
     "READ_OPTIONS",
     "READ_OPTION_KEYS",
+    "TIME_TRAVEL_KEYS",
     "TIME_TRAVEL_OPTIONS",
     "ReadArgs",
     "ReadRequest",

@@ -263,13 +263,17 @@ def _read_error(fileio: FileIO, path: str, exc: BaseException) -> DataFileError:
     return DataFileError(path, f"cannot read data file (corrupt?): {exc}")
 
 
-def row_group_stats(fileio: FileIO, afs: pafs.FileSystem, path: str, column: str | None) -> list[RowGroupSlice]:
-    """Every row group of the data file at ``path``, with the minimum of ``column`` where Parquet recorded it."""
+def _footer(fileio: FileIO, afs: pafs.FileSystem, path: str) -> pq.FileMetaData:
     try:
         with afs.open_input_file(path) as source:
-            metadata = pq.ParquetFile(source).metadata
+            return pq.ParquetFile(source).metadata
     except (OSError, pa.ArrowException, ValueError, IndexError) as exc:
         raise _read_error(fileio, path, exc) from (None if isinstance(exc, FileNotFoundError) else exc)
+
+
+def row_group_stats(fileio: FileIO, afs: pafs.FileSystem, path: str, column: str | None) -> list[RowGroupSlice]:
+    """Every row group of the data file at ``path``, with the minimum of ``column`` where Parquet recorded it."""
+    metadata = _footer(fileio, afs, path)
     leaves = [metadata.schema.column(j).path for j in range(metadata.num_columns)]
     index = leaves.index(column) if column in leaves else -1
     out = []
@@ -282,6 +286,18 @@ def row_group_stats(fileio: FileIO, afs: pafs.FileSystem, path: str, column: str
                 lo = stats.min
         out.append(RowGroupSlice((i,), rg.num_rows, arrow_bytes(rg), lo))
     return out
+
+
+def records_bounds(fileio: FileIO, afs: pafs.FileSystem, path: str, columns: Sequence[str]) -> bool:
+    """Whether a row group of the data file at ``path`` records a Parquet min/max for one of ``columns``."""
+    metadata = _footer(fileio, afs, path)
+    leaves = {metadata.schema.column(j).path: j for j in range(metadata.num_columns)}
+    found = [leaves[c] for c in columns if c in leaves]
+    return any(
+        (stats := metadata.row_group(g).column(j).statistics) is not None and stats.has_min_max
+        for g in range(metadata.num_row_groups)
+        for j in found
+    )
 
 
 _FIXED_WIDTH = {"BOOLEAN": 1, "INT32": 4, "FLOAT": 4, "INT64": 8, "DOUBLE": 8, "INT96": 12}

@@ -26,7 +26,6 @@ from functools import reduce
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from py4j.protocol import Py4JError  # type: ignore[import-untyped]
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -34,17 +33,17 @@ from pyspark.sql import types as T
 
 from mergetable.core.filters import bind_filters
 from mergetable.core.predicates import Conjunct, columns_of
-from mergetable.core.read_options import TIME_TRAVEL_OPTIONS
+from mergetable.core.read_options import TIME_TRAVEL_KEYS
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, normalize_arrow_type
+from mergetable.read.datafile import records_bounds
 from mergetable.read.scan import Sections, Split
-from mergetable.spark.changes import wants_changes
+from mergetable.spark.changes import split_audit_log, wants_changes
 from mergetable.spark.options import ReadOptions
 from mergetable.spark.source import resolve_snapshot_id
 from mergetable.spark.system import RESOLVE_SNAPSHOT, SystemRead
 from mergetable.spark.types import spark_schema
 from mergetable.table import Table, open_table
 
-_TRAVEL_KEYS = frozenset(k for canonical, aliases in TIME_TRAVEL_OPTIONS.items() for k in (canonical, *aliases))
 _WHOLE = 1 << 62
 _UNSAFE_PATH = re.compile(r"[*?\[\]{}\\:\n]")
 """Characters a Hadoop path reads as a glob or a scheme: files whose path holds one go through the data source."""
@@ -82,7 +81,7 @@ def native_read(spark: SparkSession, uri: str, options: Mapping[str, str]) -> Da
     if RESOLVE_SNAPSHOT in lowered or wants_changes(lowered) or SystemRead.of({**lowered, "path": uri}) is not None:
         return None
     opts = ReadOptions.parse({**lowered, "path": uri})
-    if opts.request.incremental_between is not None or opts.sections != "all" or uri.endswith("$audit_log"):
+    if opts.request.incremental_between is not None or opts.sections != "all" or split_audit_log(uri)[1]:
         return None
     table = open_table(opts.uri, opts.storage)
     snapshot_id = resolve_snapshot_id(table, opts.request)
@@ -100,7 +99,7 @@ def native_read(spark: SparkSession, uri: str, options: Mapping[str, str]) -> Da
     if not raw or any(_UNSAFE_PATH.search(p) for p in raw):
         return None
     floats = [c for c in needed if pa.types.is_floating(table.schema.field(c).type)]
-    if floats and not all(_no_float_bounds(p, floats) for p in raw):
+    if floats and not all(_no_float_bounds(table, p, floats) for p in raw):
         return None
     stored = spark_schema(table.schema, [c for c in table.schema.names if c in needed])
     rows = _parquet(spark, T.StructType([T.StructField(f.name, f.dataType, True) for f in stored]), raw)
@@ -110,7 +109,7 @@ def native_read(spark: SparkSession, uri: str, options: Mapping[str, str]) -> Da
         rows = rows.select(*[F.col(_quoted(c)) for c in columns])
     if not _plan(table, opts, snapshot_id, "merged"):
         return rows
-    merged = {k: v for k, v in lowered.items() if k not in _TRAVEL_KEYS}
+    merged = {k: v for k, v in lowered.items() if k not in TIME_TRAVEL_KEYS}
     merged.update({"snapshot-id": str(snapshot_id), "sections": "merged"})
     return rows.unionByName(spark.read.format("mergetable").options(**merged).load(uri))
 
@@ -166,7 +165,7 @@ def _parquet(spark: SparkSession, schema: T.StructType, paths: Sequence[str]) ->
 _FLOAT_BOUNDS_CHECKED: dict[str, bool] = {}
 
 
-def _no_float_bounds(path: str, columns: Sequence[str]) -> bool:
+def _no_float_bounds(table: Table, path: str, columns: Sequence[str]) -> bool:
     """Whether the file at ``path`` records no min/max for ``columns``. Files of earlier writers may: Arrow leaves
     NaN out of them, and Spark's Parquet reader would then skip the NaN rows of ``v > 10`` (see
     :func:`mergetable.write.files.statistics_columns`). A file never changes, so the answer is kept."""
@@ -174,14 +173,7 @@ def _no_float_bounds(path: str, columns: Sequence[str]) -> bool:
     if key not in _FLOAT_BOUNDS_CHECKED:
         if len(_FLOAT_BOUNDS_CHECKED) > 100_000:
             _FLOAT_BOUNDS_CHECKED.clear()
-        md = pq.read_metadata(path)
-        leaves = {md.schema.column(j).path: j for j in range(md.num_columns)}
-        found = [leaves[c] for c in columns if c in leaves]
-        _FLOAT_BOUNDS_CHECKED[key] = not any(
-            (st := md.row_group(g).column(j).statistics) is not None and st.has_min_max
-            for g in range(md.num_row_groups)
-            for j in found
-        )
+        _FLOAT_BOUNDS_CHECKED[key] = not records_bounds(table.fileio, table.fileio.arrow_fs(), path, columns)
     return _FLOAT_BOUNDS_CHECKED[key]
 
 
