@@ -42,6 +42,7 @@ from mergetable.merge import validate_merge_options
 from mergetable.metadata.models import CommitMessage, Snapshot
 from mergetable.read.change_api import ChangeData
 from mergetable.read.count import count_rows
+from mergetable.read.parallel import in_process_key_ranges
 from mergetable.read.reader import SplitReader
 from mergetable.read.request import plan_request, resolve_travel
 from mergetable.read.scan import Sections, Split
@@ -105,10 +106,8 @@ def open_table(uri: str, storage_options: dict[str, Any] | None = None) -> Table
         CorruptMetadataError: Its schema file cannot be read.
 
     Example:
-        >>> import tempfile, pyarrow as pa, mergetable as mt
-        >>> uri = tempfile.mkdtemp()
-        >>> _ = mt.create_table(uri, pa.schema([("id", pa.int64())]), ["id"])
-        >>> mt.open_table(uri).schema.names
+        >>> import tempfile, pyarrow as pa, mergetable as mt; uri = tempfile.mkdtemp()
+        >>> _ = mt.create_table(uri, pa.schema([("id", pa.int64())]), ["id"]); mt.open_table(uri).schema.names
         ['id']
     """
     schema = (manager := SchemaManager(FileIO(uri, storage_options))).latest()
@@ -121,12 +120,9 @@ def table_exists(uri: str, storage_options: dict[str, Any] | None = None) -> boo
     """Whether a table was created at ``uri``.
 
     Example:
-        >>> import tempfile, pyarrow as pa, mergetable as mt
-        >>> uri = tempfile.mkdtemp()
-        >>> mt.table_exists(uri), bool(mt.create_table(uri, pa.schema([("id", pa.int64())]), ["id"]))
-        (False, True)
-        >>> mt.table_exists(uri)
-        True
+        >>> import tempfile, pyarrow as pa, mergetable as mt; uri = tempfile.mkdtemp()
+        >>> mt.table_exists(uri), bool(mt.create_table(uri, pa.schema([("k", pa.int8())]), ["k"])), mt.table_exists(uri)
+        (False, True, True)
     """
     return SchemaManager(FileIO(uri, storage_options)).exists()
 
@@ -326,21 +322,24 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
         filter: Filters | None = None,
         target_split_size: int = DEFAULT_SPLIT_SIZE,
         sections: Sections = "all",
+        key_ranges: bool = True,
         **args: Unpack[ReadArgs],
     ) -> list[Split]:
         """The splits a read of these arguments (see :meth:`read`) covers, for :meth:`split_reader`; ``sections="raw"``
-        or ``"merged"``: only the sections read as plain Parquet (``read.scan.raw_convertible``), or the others.
+        or ``"merged"``: only the sections read as plain Parquet (``read.scan.raw_convertible``), or the others;
+        ``key_ranges=False``: sections above ``target_split_size`` are not cut into key ranges.
 
         Example:
             >>> [(s.partition, s.bucket) for s in t.plan()], len(t.plan(sections="raw"))  # two runs: none raw
             ([((), 0)], 0)
         """
         args.setdefault("split_size", target_split_size)
-        return self._plan(ReadRequest.of(filter=filter, **args), sections)
+        return self._plan(ReadRequest.of(filter=filter, **args), sections, key_ranges)
 
-    def _plan(self, request: ReadRequest, sections: Sections = "all") -> list[Split]:
+    def _plan(self, request: ReadRequest, sections: Sections = "all", key_ranges: bool = True) -> list[Split]:
         dnf = bind_filters(request.filter, self.schema)
-        return plan_request(self._manifests, self._snapshots, self._tags, self.table_schema, request, dnf, sections)
+        store = (self._manifests, self._snapshots, self._tags)
+        return plan_request(*store, self.table_schema, request, dnf, sections, key_ranges)
 
     def split_reader(self, columns: Sequence[str] | None = None, filter: Filters | None = None) -> SplitReader:
         """Reads splits of :meth:`plan` (anywhere: it pickles) into merged rows.
@@ -381,7 +380,7 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
             >>> t.read(incremental_between=(1, 2)).to_pydict()
             {'id': [2], 'v': ['B']}
         """
-        return self._reader(ReadRequest.of(columns, filter, **args), ahead=None).read_all()
+        return self._reader(ReadRequest.of(columns, filter, **args), None, "split_size" in args).read_all()
 
     def scan(
         self, columns: Sequence[str] | None = None, filter: Filters | None = None, **args: Unpack[ReadArgs]
@@ -393,15 +392,16 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
             >>> t.scan(["id"]).read_all().num_rows
             2
         """
-        return self._reader(ReadRequest.of(columns, filter, **args), ahead=1)
+        return self._reader(ReadRequest.of(columns, filter, **args), 1, "split_size" in args)
 
-    def _reader(self, request: ReadRequest, ahead: int | None) -> pa.RecordBatchReader:
-        """:meth:`scan`, ``ahead`` windows ahead (None: as far as it can), in the schema of a time travel's snapshot."""
+    def _reader(self, request: ReadRequest, ahead: int | None, sized: bool) -> pa.RecordBatchReader:
+        """:meth:`scan`, ``ahead`` windows ahead (None: all), ``sized``: a split size was given (else see parallel)."""
         snap = resolve_travel(self._snapshots, self._tags, request.travel) if request.travel.given else None
         if snap is not None and snap.schema_id != self.table_schema.id:
-            return self.as_of_schema(snap.schema_id)._reader(request, ahead)
+            return self.as_of_schema(snap.schema_id)._reader(request, ahead, sized)
         reader = self.split_reader(request.columns, request.filter)
-        return pa.RecordBatchReader.from_batches(reader.out_schema, reader.batches(self._plan(request), ahead=ahead))
+        splits = self._plan(request, key_ranges=sized or in_process_key_ranges())
+        return pa.RecordBatchReader.from_batches(reader.out_schema, reader.batches(splits, ahead=ahead))
 
     def as_of_schema(self, schema_id: int) -> Table:
         """This table seen through schema ``schema_id`` (a time travel's, say); ``self`` when it is the current one.

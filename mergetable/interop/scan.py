@@ -26,6 +26,7 @@ from mergetable.core.predicates import Filters, candidate_buckets, comparable
 from mergetable.core.read_options import Timestamp
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import DataFileMeta, Snapshot
+from mergetable.read.parallel import in_process_key_ranges
 from mergetable.read.reader import SplitReader
 from mergetable.read.scan import Split
 
@@ -53,7 +54,9 @@ class ReadableTable(Protocol):
 
     def resolve_snapshot(self, **travel: Unpack[Travel]) -> Snapshot | None: ...
 
-    def plan(self, filter: Filters | None = None, **travel: Unpack[Travel]) -> list[Split]: ...
+    def plan(
+        self, filter: Filters | None = None, *, key_ranges: bool = True, **travel: Unpack[Travel]
+    ) -> list[Split]: ...
 
     def split_reader(self, columns: Sequence[str] | None = None, filter: Filters | None = None) -> SplitReader: ...
 
@@ -98,7 +101,7 @@ class TableScan:
         """The splits to read: planned with ``dnf`` and pruned file by file with ``expression``."""
         if self.snapshot_id is None:
             return []
-        splits = self.table.plan(dnf, snapshot_id=self.snapshot_id)
+        splits = self.table.plan(dnf, key_ranges=in_process_key_ranges(), snapshot_id=self.snapshot_id)
         if expression is not None:
             splits = prune_by_expression(splits, expression, self.table.table_schema)
         return splits

@@ -45,16 +45,19 @@ def plan_request(
     request: ReadRequest,
     dnf: list[Conjunct] | None,
     sections: Sections = "all",
+    key_ranges: bool = True,
 ) -> list[Split]:
     """The splits of ``request`` with the bound filter ``dnf`` (partition, bucket and key-range pruned), holding
-    the ``sections`` asked for (an incremental read's splits are not sections of one snapshot: all of them)."""
+    the ``sections`` asked for (an incremental read's splits are not sections of one snapshot: all of them);
+    ``key_ranges=False``: sections above the split size stay whole (:func:`.parallel.in_process_key_ranges`)."""
     if request.incremental_between is not None:
         if sections != "all":
             raise OptionsError("sections", f"must be 'all' for an incremental read, got '{sections}'")
         start, end = resolve_range(snapshots, tags, request.incremental_between)
         return delta_splits(manifests, snapshots_between(snapshots, start, end), schema, dnf)
     snap = resolve_travel(snapshots, tags, request.travel)
-    return Planner(manifests, schema, manifests.fileio).plan(snap, dnf, request.split_size, sections=sections)
+    planner = Planner(manifests, schema, manifests.fileio if key_ranges else None)
+    return planner.plan(snap, dnf, request.split_size, sections=sections)
 
 
 __all__ = ["plan_request", "resolve_travel"]

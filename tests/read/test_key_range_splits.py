@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 from ops_table import build
 
 import mergetable.read.reader as reader_module
+import mergetable.table
 import mergetable.write.files as files
+from mergetable.read.parallel import in_process_key_ranges
 
 op = st.tuples(st.integers(0, 80), st.integers(0, 2), st.one_of(st.none(), st.integers(-9, 9)), st.booleans())
 
@@ -86,3 +88,25 @@ def test_a_large_bucket_is_read_by_several_splits(tmp_path: Any) -> None:
     splits = t.plan(target_split_size=400)
     assert sum(1 for s in splits if s.key_range is not None) > 2
     assert pa.Table.from_batches(list(t.split_reader().batches(splits)), t.schema).equals(t.read())
+
+
+def test_reads_in_this_process_cut_a_large_bucket_only_with_cores_to_merge_its_ranges(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t = build(str(tmp_path / "t"), pa.int64(), False, [[(k, 0, r, False) for k in range(r, 80, 3)] for r in range(3)])
+    whole = t.plan(target_split_size=400, key_ranges=False)
+    assert whole and all(s.key_range is None for s in whole)
+    assert pa.Table.from_batches(list(t.split_reader().batches(whole)), t.schema).equals(t.read(split_size=400))
+    asked: list[bool] = []
+    plan = mergetable.table.Table._plan
+
+    def spy(self: Any, request: Any, sections: Any = "all", key_ranges: bool = True) -> Any:
+        asked.append(key_ranges)
+        return plan(self, request, sections, key_ranges)
+
+    monkeypatch.setattr(mergetable.table.Table, "_plan", spy)
+    for cores in (2, 4):
+        monkeypatch.setattr(mergetable.table, "in_process_key_ranges", lambda cores=cores: in_process_key_ranges(cores))
+        asked.clear()
+        t.read(), t.scan().read_all(), t.read(split_size=400), t.scan(split_size=400).read_all()
+        assert asked == [cores > 2, cores > 2, True, True]
