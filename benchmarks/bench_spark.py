@@ -16,6 +16,11 @@ Every goal is printed through :func:`goals.report` as mergetable time / native t
 * the peak resident memory of Spark's Python workers (their ``VmHWM`` in ``/proc``, polled while the
   benchmark runs).
 
+Beside the ``spark.read.format`` / ``df.write.format`` goals it prints (as no goal) the **API floor** of the
+same query: :mod:`api_floor`'s data source hands Spark the same rows as Arrow batches already decoded, and its
+writer drains its input, so the floor's ratio to native is what any Python data source costs on this PySpark
+before it decodes, merges or encodes anything, and mergetable's ratio to the floor is what mergetable adds.
+
 Each figure is the best of 3 after a warm-up run, native and mergetable runs alternating, so a change in the
 machine's load hits both alike.
 
@@ -37,6 +42,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import api_floor
+from bench_core import data_files
 from goals import report
 
 import mergetable as mt
@@ -160,6 +167,33 @@ def compare(name: str, target: float, native: Callable[[], Any], ours: Callable[
     return ours_s / native_s
 
 
+FLOORS: list[Callable[[], None]] = []
+"""Read floors, measured once every goal is: the batches the floor keeps in the workers then count against no goal."""
+
+
+def floor(
+    name: str, ours_ratio: float, native: Callable[[], Any], api: Callable[[], Any], same: Any = None, now: bool = False
+) -> None:
+    """Print the API floor (no goal) of a query mergetable's data source answered at ``ours_ratio`` x native, at the
+    end of the run (``now``: at once; ``same``: the floor's answer, when it is not native's)."""
+
+    def measure() -> None:
+        assert api() == (native() if same is None else same), f"{name}: the API floor returned other rows"
+        native_s, api_s = best_pair(native, api)
+        ratio = api_s / native_s
+        print(f"  API floor, {name}: {api_s:.2f}s, {ratio:.2f}x native; mergetable {ours_ratio / ratio:.2f}x the floor")
+
+    if now:
+        measure()
+    else:
+        FLOORS.append(measure)
+
+
+def floor_frame(spark: Any, files: list[str], schema: Any) -> Any:
+    """The rows of ``files`` (columns of ``schema``) through the API floor (:mod:`api_floor`)."""
+    return spark.read.format(api_floor.NAME).schema(schema).option("paths", ",".join(files)).load()
+
+
 def bench_writes(spark: Any, work: Path, df: Any, bucket: int) -> None:
     import mergetable.spark as mts
 
@@ -182,7 +216,12 @@ def bench_writes(spark: Any, work: Path, df: Any, bucket: int) -> None:
         shutil.rmtree(path)
         return 0
 
-    compare('df.write.format("mergetable")', TARGETS["write"], native, fmt)
+    def drain() -> int:
+        df.write.format(api_floor.NAME).mode("append").save()
+        return 0
+
+    ratio = compare('df.write.format("mergetable")', TARGETS["write"], native, fmt)
+    floor("write (an Arrow writer that drains its input)", ratio, native, drain, now=True)
     compare("mergetable.spark.write", TARGETS["write"], native, api)
 
 
@@ -195,8 +234,7 @@ def merged_table(spark: Any, work: Path, rows: int, bucket: int) -> tuple[str, l
         frame(spark, per_run, start=i * per_run // 2).write.format("mergetable").mode("append").options(
             **{"primary-key": "id", "bucket": str(bucket), "write-only": "true"}
         ).save(uri)
-    table = mt.open_table(uri)
-    return uri, [table.path_factory.data_file(p, b, f.file_name) for p, b, f in table.files()]
+    return uri, data_files(mt.open_table(uri))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -206,11 +244,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--skip", default="", help="comma-separated parts to skip: write, read, merged")
     args = ap.parse_args(argv)
     spark = session()
+    api_floor.register(spark)
     work = Path(tempfile.mkdtemp(prefix="mt-bench-spark-"))
     try:
         with WorkerMemory() as memory:
             run(spark, work, args.rows, args.bucket, set(args.skip.split(",")))
         report("Spark Python worker peak RSS", memory.peak_kb / 1024, TARGETS["worker_mb"], unit=" MB")
+        print("what reads through the Python data source API cost by themselves (see api_floor.py):")
+        for measure in FLOORS:
+            measure()
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -240,8 +282,11 @@ def bench_reads(spark: Any, work: Path, df: Any, rows: int, bucket: int) -> None
     df.write.partitionBy("p").parquet(str(work / "native"))
     ours = spark.read.format("mergetable").load(uri)
     native = spark.read.parquet(str(work / "native")).select("id", "p", "v", "s")
-    compare("compacted read", TARGETS["compacted"], lambda: full_scan(native), lambda: full_scan(ours))
-    compare("count()", TARGETS["count"], native.count, ours.count)
+    ratio = compare("compacted read", TARGETS["compacted"], lambda: full_scan(native), lambda: full_scan(ours))
+    api = floor_frame(spark, data_files(mt.open_table(uri)), native.schema)
+    floor("compacted read", ratio, lambda: full_scan(native), lambda: full_scan(api))
+    ratio = compare("count()", TARGETS["count"], native.count, ours.count)
+    floor("count()", ratio, native.count, api.count)
     hybrid = mts.read(spark, uri)
     assert hybrid.inputFiles(), "mergetable.spark.read did not scan the compacted files with Spark's reader"
     compare(
@@ -285,11 +330,24 @@ def bench_merged(spark: Any, work: Path, rows: int, bucket: int) -> None:
     ours_m = spark.read.format("mergetable").load(merged_uri)
     native_m = spark.read.parquet(*files).select("id", "p", "v", "s")
     assert ours_m.count() == native_m.select("id").distinct().count()
+    expected = full_scan(ours_m)
     native_s, ours_s = best_pair(lambda: full_scan(native_m), lambda: full_scan(ours_m))
     print(
         f"  merged read ({len(files)} files): native scan of the same files {native_s:.2f}s, mergetable {ours_s:.2f}s"
     )
     report(f"Spark merged read ({RUNS} runs/bucket) vs native", ours_s / native_s, TARGETS["merged"])
+    # the floor hands Spark the merged rows (the files of a full compaction of a copy) as decoded Arrow batches
+    compacted = work / "merged-compacted"
+    shutil.copytree(merged_uri, compacted)
+    mt.open_table(str(compacted)).compact(full=True)
+    api = floor_frame(spark, data_files(mt.open_table(str(compacted))), native_m.schema)
+    floor(
+        "merged read (the merged rows)",
+        ours_s / native_s,
+        lambda: full_scan(native_m),
+        lambda: full_scan(api),
+        expected,
+    )
 
 
 def _json(dnf: list[tuple[str, str, Any]]) -> str:
