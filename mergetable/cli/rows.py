@@ -30,6 +30,8 @@ from mergetable.read.parallel import Prefetched
 FORMATS = ("table", "json", "csv", "parquet")
 DEFAULT_LIMIT = 20
 TEXT_CHUNK = 1024  # rows rendered at once by the text formats
+EXPORT_ROW_GROUP_ROWS = 256 * 1024
+"""Rows per row group of a ``--format parquet`` file (as in data files)."""
 
 
 def non_negative_int(text: str) -> int:
@@ -93,8 +95,9 @@ def _write(reader: pa.RecordBatchReader, fmt: str, limit: int, sink: IO[Any]) ->
     if fmt not in ("parquet", "csv"):
         batches = limited(reader, limit)
         return _json(batches, sink) if fmt == "json" else _table(reader.schema, batches, sink)
-    # Arrow encodes Parquet and CSV without the GIL: the next batches are read meanwhile, by a thread of their own.
-    ahead = Prefetched(iter(reader), 2, "mergetable-cli-read")
+    # Arrow encodes Parquet and CSV without the GIL: the next batches are read meanwhile, by a thread of their own
+    # (a few batches ahead: a Parquet row group is encoded at once).
+    ahead = Prefetched(iter(reader), 8, "mergetable-cli-read")
     try:
         batches = limited(ahead, limit)
         return _parquet(reader.schema, batches, sink) if fmt == "parquet" else _csv(reader.schema, batches, sink)
@@ -103,12 +106,24 @@ def _write(reader: pa.RecordBatchReader, fmt: str, limit: int, sink: IO[Any]) ->
 
 
 def _parquet(schema: pa.Schema, batches: Iterator[pa.RecordBatch], sink: IO[bytes]) -> int:
-    rows = 0
+    """Write ``batches`` as row groups of :data:`EXPORT_ROW_GROUP_ROWS` rows (the last one shorter), holding at most
+    one row group's batches: a merged read yields a batch per merge window, far fewer rows than a row group."""
+    rows = held_rows = 0
+    held: list[pa.RecordBatch] = []
+    size = EXPORT_ROW_GROUP_ROWS
     # Dictionary encoding of high-cardinality columns costs more than the merged read itself: off for exports.
     with pq.ParquetWriter(sink, schema, use_dictionary=False) as writer:
         for batch in batches:
-            writer.write_batch(batch)
+            held.append(batch)
+            held_rows += batch.num_rows
             rows += batch.num_rows
+            if held_rows >= size:
+                whole = held_rows - held_rows % size
+                table = pa.Table.from_batches(held, schema)
+                writer.write_table(table.slice(0, whole), row_group_size=size)
+                held, held_rows = table.slice(whole).to_batches(), held_rows - whole
+        if held:
+            writer.write_table(pa.Table.from_batches(held, schema), row_group_size=size)
     return rows
 
 

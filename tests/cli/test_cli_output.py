@@ -173,6 +173,23 @@ def test_read_writes_every_format_to_a_file(table: mt.Table, tmp_path: Path, fmt
         assert sorted(int(line.split()[0]) for line in lines[2:]) == [r["id"] for r in expected]
 
 
+def test_parquet_export_writes_full_row_groups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import mergetable.cli.rows as rows
+
+    monkeypatch.setattr(rows, "EXPORT_ROW_GROUP_ROWS", 64)
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    t = mt.create_table(str(tmp_path / "t"), schema, ["id"], options={"bucket": "3", "read.batch-size": "10"})
+    for start in (0, 100):  # two commits: the read merges
+        t.write(pa.table({"id": range(start, start + 120), "v": [f"v{n}" for n in range(120)]}, schema=schema))
+    assert max(b.num_rows for b in t.scan()) <= 10  # batches far smaller than a row group
+    target = tmp_path / "out.parquet"
+    code, _, err = run("read", t.uri, "--format", "parquet", "--output", str(target))
+    assert code == 0, err
+    meta = pq.read_metadata(target)
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [64, 64, 64, 28]
+    assert sorted_rows(pq.read_table(target)) == sorted_rows(t.read())
+
+
 def test_read_formats_on_stdout_and_their_mistakes(table: mt.Table, tmp_path: Path) -> None:
     code, out, _ = run("read", table.uri, "--format", "csv", "--limit", "5", "--columns", "id,v")
     assert code == 0 and out.splitlines()[0] == '"id","v"' and len(out.splitlines()) == 6
