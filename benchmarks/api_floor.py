@@ -17,6 +17,7 @@ none. :func:`register` makes the class available to a session (it is shipped to 
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -59,8 +60,6 @@ class FloorReader(DataSourceReader):
         self.target = pa.schema([pa.field(f.name, _arrow_type(f.dataType)) for f in schema.fields])
 
     def partitions(self) -> list[InputPartition]:
-        import os
-
         groups = balanced(self.paths, [os.path.getsize(p) for p in self.paths], self.parts)
         return [InputPartition(tuple(g)) for g in groups]  # each task reads its files one after another
 

@@ -26,12 +26,13 @@ import pyarrow.parquet as pq
 from mergetable.cli.errors import UsageError
 from mergetable.cli.output import Output, cell_lines, cells_of, column_widths, header_lines, plain
 from mergetable.read.parallel import Prefetched
+from mergetable.write.files import ROW_GROUP_ROWS
 
 FORMATS = ("table", "json", "csv", "parquet")
 DEFAULT_LIMIT = 20
 TEXT_CHUNK = 1024  # rows rendered at once by the text formats
-EXPORT_ROW_GROUP_ROWS = 256 * 1024
-"""Rows per row group of a ``--format parquet`` file (as in data files)."""
+EXPORT_ROW_GROUP_ROWS = ROW_GROUP_ROWS
+"""Rows per row group of a ``--format parquet`` file: as many as in a data file."""
 
 
 def non_negative_int(text: str) -> int:
