@@ -79,9 +79,6 @@ class DrainWriter(DataSourceArrowWriter):
             pass
         return WriterCommitMessage()
 
-    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        return None
-
 
 class ApiFloor(DataSource):
     @classmethod

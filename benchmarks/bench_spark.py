@@ -337,10 +337,10 @@ def bench_merged(spark: Any, work: Path, rows: int, bucket: int) -> None:
     )
     report(f"Spark merged read ({RUNS} runs/bucket) vs native", ours_s / native_s, TARGETS["merged"])
     # the floor hands Spark the merged rows (the files of a full compaction of a copy) as decoded Arrow batches
-    compacted = work / "merged-compacted"
-    shutil.copytree(merged_uri, compacted)
-    mt.open_table(str(compacted)).compact(full=True)
-    api = floor_frame(spark, data_files(mt.open_table(str(compacted))), native_m.schema)
+    shutil.copytree(merged_uri, work / "merged-compacted")
+    compacted = mt.open_table(str(work / "merged-compacted"))
+    compacted.compact(full=True)
+    api = floor_frame(spark, data_files(compacted), native_m.schema)
     floor(
         "merged read (the merged rows)",
         ours_s / native_s,
