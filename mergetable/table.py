@@ -20,6 +20,7 @@ from mergetable.commit.restore import restore
 from mergetable.commit.schemas import SchemaManager
 from mergetable.commit.sequence import sequence_seeds
 from mergetable.commit.store import TableStore
+from mergetable.commit.travel import resolve_travel
 from mergetable.commit.txn import committed_version
 from mergetable.compaction.job import CompactionJob, Executor, Progress
 from mergetable.core.errors import (
@@ -44,7 +45,7 @@ from mergetable.read.change_api import ChangeData
 from mergetable.read.count import count_rows
 from mergetable.read.parallel import in_process_key_ranges
 from mergetable.read.reader import SplitReader
-from mergetable.read.request import plan_request, resolve_travel
+from mergetable.read.request import plan_request
 from mergetable.read.scan import Sections, Split
 from mergetable.read.system_tables import system_table
 from mergetable.write.input import RowKindArg

@@ -1,40 +1,20 @@
 """Serving a :class:`~mergetable.core.read_options.ReadRequest`: time travel resolved, splits planned.
 
-The one place where a snapshot id, timestamp, tag or version becomes a snapshot and where a request
-becomes splits, for ``Table.read``/``scan``/``plan``, the Spark reader and the command line alike.
+The one place where a request becomes splits, for ``Table.read``/``scan``/``plan``, the Spark reader and the
+command line alike; time travel is resolved by :func:`mergetable.commit.travel.resolve_travel`.
 """
 
 from __future__ import annotations
 
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.snapshots import SnapshotManager, TagManager
-from mergetable.core.errors import OptionsError, SnapshotNotFoundError
+from mergetable.commit.travel import resolve_travel
+from mergetable.core.errors import OptionsError
 from mergetable.core.predicates import Conjunct
-from mergetable.core.read_options import ReadRequest, TimeTravel
+from mergetable.core.read_options import ReadRequest
 from mergetable.core.schema import TableSchema
-from mergetable.metadata.models import Snapshot
 from mergetable.read.incremental import delta_splits, resolve_range, snapshots_between
 from mergetable.read.scan import Planner, Sections, Split
-
-
-def resolve_travel(snapshots: SnapshotManager, tags: TagManager, travel: TimeTravel) -> Snapshot | None:
-    """The snapshot a read with ``travel`` uses (the latest, or None for an empty table, when none is given).
-
-    A version is a tag name if such a tag exists, else a snapshot id.
-    """
-    if travel.snapshot_id is not None:
-        return snapshots.load(travel.snapshot_id)
-    if travel.timestamp_ms is not None:
-        return snapshots.at_or_before(travel.timestamp_ms)
-    if travel.tag is not None:
-        return tags.get(travel.tag).to_snapshot()
-    if travel.version is not None:
-        if tags.exists(travel.version):
-            return tags.get(travel.version).to_snapshot()
-        if travel.version.isdigit():
-            return snapshots.load(int(travel.version))
-        raise SnapshotNotFoundError(f"version '{travel.version}' is neither a tag nor a snapshot id")
-    return snapshots.latest()
 
 
 def plan_request(
@@ -60,4 +40,4 @@ def plan_request(
     return planner.plan(snap, dnf, request.split_size, sections=sections)
 
 
-__all__ = ["plan_request", "resolve_travel"]
+__all__ = ["plan_request"]
