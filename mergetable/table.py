@@ -18,7 +18,6 @@ from mergetable.commit.discard import discard_uncommitted
 from mergetable.commit.overwrite import check_partitions
 from mergetable.commit.restore import restore
 from mergetable.commit.schemas import SchemaManager
-from mergetable.commit.sequence import sequence_seeds
 from mergetable.commit.store import TableStore
 from mergetable.commit.travel import resolve_travel
 from mergetable.commit.txn import committed_version
@@ -165,7 +164,7 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
             3
         """
         discard = functools.partial(discard_uncommitted, self.fileio, self.table_schema)
-        return TableWriter(self.fileio, self.table_schema, self.merge_function, sequence_seeds(), discard)
+        return TableWriter(self.fileio, self.table_schema, self.merge_function, discard)
 
     def commit(
         self,

@@ -25,24 +25,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from mergetable.metadata.models import CommitMessage, DataFileMeta, ManifestEntry, Snapshot
-from mergetable.write.writer import NextSequence
-
-
-def sequence_seeds() -> NextSequence:
-    """Where a new writer numbers each bucket's records from: 0, writer-local (the commit shifts them).
-
-    Returns:
-        ``next_sequence(partition, bucket)`` as :class:`mergetable.write.writer.TableWriter` takes it.
-
-    Example:
-        >>> sequence_seeds()(("2024-01-01",), 3)
-        0
-    """
-    return _writer_local
-
-
-def _writer_local(partition: tuple[str | None, ...], bucket: int) -> int:
-    return 0
 
 
 def next_sequence_number(latest: Snapshot | None, live: Iterable[ManifestEntry]) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,8 +29,6 @@ from mergetable.write.input import (
 )
 
 BucketId = tuple[tuple[str | None, ...], int]
-NextSequence = Callable[[tuple[str | None, ...], int], int]
-"""``next_sequence(partition, bucket)``: the first sequence number a writer gives rows of a bucket."""
 Discard = Callable[[Sequence[CommitMessage]], object]
 """Deletes the files of messages that will not be committed (the commit tier's ``discard_uncommitted``)."""
 
@@ -38,16 +36,16 @@ Discard = Callable[[Sequence[CommitMessage]], object]
 class TableWriter:
     """Buffers rows per (partition, bucket) and writes pre-merged level-0 files.
 
-    Records are numbered per bucket in input order from ``next_sequence(partition, bucket)`` (0 for the
-    commit tier's seeds): writer-local numbers, which the committer shifts above every earlier commit's
-    (:mod:`mergetable.commit.sequence`).
+    Records are numbered per bucket in input order from 0: writer-local numbers, which the committer
+    shifts above every earlier commit's (:mod:`mergetable.commit.sequence`). ``first_sequence`` starts
+    buckets elsewhere (format version 1 writers numbered from their base snapshot's largest number).
 
     Memory is bounded by ``write-buffer-size``: when the buffered Arrow data reaches half of it (the other
     half holds a run's sorted copy while it is written), every bucket is spilled as a sorted run of level-0
     files; a stream is never held whole. ``prepare_commit`` flushes the rest and returns one
     :class:`CommitMessage` per touched bucket. Nothing is visible until those messages are committed.
-    ``next_sequence`` seeds each bucket's sequence numbers and ``discard`` deletes the files of
-    :meth:`abort`; both come from the commit tier (see :meth:`mergetable.Table.new_writer`).
+    ``discard`` deletes the files of :meth:`abort`; it comes from the commit tier
+    (see :meth:`mergetable.Table.new_writer`).
     """
 
     def __init__(
@@ -55,16 +53,15 @@ class TableWriter:
         fileio: FileIO,
         schema: TableSchema,
         merge_function: MergeFunction,
-        next_sequence: NextSequence,
         discard: Discard,
+        first_sequence: Mapping[BucketId, int] | None = None,
     ) -> None:
         self.fileio = fileio
         self.schema = schema
         self.options = schema.table_options
         self.merge_function = merge_function
-        self._next_sequence = next_sequence
         self._discard = discard
-        self._next_seq: dict[BucketId, int] = {}
+        self._next_seq: dict[BucketId, int] = dict(first_sequence or {})
         self._buffer: dict[BucketId, list[pa.Table]] = {}
         self._buffer_bytes = 0
         self._buffer_cols: tuple[str, ...] | None = None
@@ -157,9 +154,7 @@ class TableWriter:
     def _flush_bucket(self, bucket_id: BucketId, rows: pa.Table) -> None:
         partition, bucket = bucket_id
         n = rows.num_rows
-        first = self._next_seq.get(bucket_id)
-        if first is None:
-            first = self._next_sequence(partition, bucket)
+        first = self._next_seq.get(bucket_id, 0)
         self._next_seq[bucket_id] = first + n
         kv = self._to_kv(rows, np.arange(first, first + n, dtype=np.int64))
         write_cols = self._buffer_cols
@@ -231,10 +226,3 @@ def _renumbered(run: pa.Table, first: int) -> pa.Table:
 def _bucket_sort_key(bucket_id: BucketId) -> tuple[tuple[str, ...], int]:
     partition, bucket = bucket_id
     return tuple("" if v is None else v for v in partition), bucket
-
-
-def check_schema_compatible(data_schema: pa.Schema, schema: TableSchema) -> None:
-    """Fail early (naming the column) when a data schema cannot be written to the table."""
-    for f in data_schema:
-        if f.name not in schema.column_names:
-            raise SchemaError(f"column is not in the table schema {list(schema.column_names)}", f.name)

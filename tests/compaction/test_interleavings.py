@@ -208,7 +208,8 @@ def _legacy_writer(t: mt.Table) -> TableWriter:
     for partition, bucket, f in t.files():
         top[(partition, bucket)] = max(top.get((partition, bucket), -1), f.max_sequence_number)
     discard = functools.partial(discard_uncommitted, t.fileio, t.table_schema)
-    return TableWriter(t.fileio, t.table_schema, t.merge_function, lambda p, b: top.get((p, b), -1) + 1, discard)
+    first = {bucket: top_number + 1 for bucket, top_number in top.items()}
+    return TableWriter(t.fileio, t.table_schema, t.merge_function, discard, first_sequence=first)
 
 
 def _keep_numbers(messages: Any, start: int, snapshot_id: int | None = None) -> tuple[list[Any], int]:
