@@ -6,19 +6,16 @@ Orchestration only: every method delegates to the write, commit, read and compac
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Sequence
 from typing import Any, Unpack
 
 import pyarrow as pa
 
-from mergetable.commit.committer import publish
-from mergetable.commit.discard import discard_uncommitted
-from mergetable.commit.overwrite import check_partitions
 from mergetable.commit.restore import restore
 from mergetable.commit.schemas import SchemaManager
 from mergetable.commit.store import TableStore
+from mergetable.commit.transaction import CommitArgs, WriteTransaction, open_writer
 from mergetable.commit.travel import resolve_travel
 from mergetable.commit.txn import committed_version
 from mergetable.compaction.job import CompactionJob, Executor, Progress
@@ -151,8 +148,23 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
     """
 
     # -- writing ----------------------------------------------------------------------------------
+    def writing(self, overwrite: bool | dict[str, Any] = False, **args: Unpack[CommitArgs]) -> WriteTransaction:
+        """A write as one transaction: ``with t.writing() as w: w.write(...)`` commits on success (then runs
+        the compaction the options ask for) and deletes every file it wrote on failure. Arguments as in
+        :meth:`commit`, and a ``precondition`` run in each commit attempt (:mod:`mergetable.commit.transaction`).
+
+        Example:
+            >>> with t.writing() as w:
+            ...     w.write(pa.table({"id": [3], "v": ["c"]}))
+            >>> w.snapshot.id
+            3
+        """
+        tx = WriteTransaction(self.fileio, self.table_schema, self.merge_function, overwrite=overwrite, **args)
+        tx.after_commit = lambda messages, snap: self.compaction_job().after_commit(messages, snap)
+        return tx
+
     def new_writer(self) -> TableWriter:
-        """A writer; its rows are ordered after every commit that lands before theirs.
+        """A bare writer, for messages committed by :meth:`commit` (or dropped by :meth:`abort`) later.
 
         Its records are numbered when committed, above every earlier commit's
         (:mod:`mergetable.commit.sequence`), whichever snapshot was latest when it was opened.
@@ -163,8 +175,7 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
             >>> t.commit(w.prepare_commit()).id
             3
         """
-        discard = functools.partial(discard_uncommitted, self.fileio, self.table_schema)
-        return TableWriter(self.fileio, self.table_schema, self.merge_function, discard)
+        return open_writer(self.fileio, self.table_schema, self.merge_function)
 
     def commit(
         self,
@@ -196,10 +207,9 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
             >>> t.commit(w.prepare_commit(), properties={"job": "nightly"}).properties
             {'job': 'nightly'}
         """
-        snaps = publish(self.fileio, self.table_schema, messages, overwrite, commit_user, identifier, properties, txn)
-        if snaps:
-            self.compaction_job().after_commit(messages, snaps[-1])
-        return snaps[-1] if snaps else None
+        tx = self.writing(overwrite, commit_user=commit_user, identifier=identifier, properties=properties, txn=txn)
+        tx.adopt(messages)
+        return tx.commit()
 
     def abort(self, messages: Sequence[CommitMessage | None]) -> None:
         """Delete the files of uncommitted messages (never files that the latest snapshot references).
@@ -210,7 +220,9 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
             >>> 7 in t.read().column("id").to_pylist()
             False
         """
-        discard_uncommitted(self.fileio, self.table_schema, messages, protect_latest=True)
+        tx = self.writing()
+        tx.adopt([m for m in messages if m is not None])
+        tx.discard(protect_latest=True)
 
     def write(
         self,
@@ -241,19 +253,10 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
             >>> t.read().to_pydict()
             {'id': [5], 'v': ['e']}
         """
-        txn = make_txn(txn_app_id, txn_version)
-        writer = self.new_writer()
-        writer.partition_check = functools.partial(check_partitions, self.table_schema, overwrite=overwrite)
         try:
-            writer.write(data, row_kind, target_columns)
-            messages = writer.prepare_commit()
-        except BaseException:
-            writer.abort()
-            raise
-        if not messages and overwrite is False:
-            return None
-        try:
-            return self.commit(messages, overwrite, txn=txn)
+            with self.writing(overwrite, txn=make_txn(txn_app_id, txn_version)) as w:
+                w.write(data, row_kind, target_columns)
+                return w.commit()
         except AlreadyCommittedError as exc:
             log.warning("%s", exc)
             return None

@@ -5,6 +5,8 @@ the live files, writes manifests and tries to create ``snapshot-(latest+1)``. Lo
 another commit landed first: the attempt's manifests are removed and the loop retries on the new latest
 snapshot (after a randomized, growing wait) until ``commit.max-retries`` or ``commit.timeout``.
 Nothing becomes visible before the snapshot file exists, and it appears whole or not at all.
+Writers commit through :class:`mergetable.commit.transaction.WriteTransaction`, which also deletes the
+files of a commit that failed.
 """
 
 from __future__ import annotations
@@ -12,15 +14,13 @@ from __future__ import annotations
 import itertools
 import random
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mergetable.commit.discard import discard_uncommitted
 from mergetable.commit.manifests import ManifestIO, fold
 from mergetable.commit.outcome import publish_snapshot_file
-from mergetable.commit.overwrite import Overwrite, overwrite_spec
+from mergetable.commit.overwrite import Overwrite
 from mergetable.commit.sequence import assign_sequence_numbers, next_sequence_number
 from mergetable.commit.snapshots import SnapshotManager
 from mergetable.commit.txn import carried_properties, committed_version
@@ -41,42 +41,8 @@ from mergetable.metadata.models import (
 
 Partition = tuple[str | None, ...]
 STORAGE_RETRIES = 3
-_identifiers = itertools.count(1)
 Precondition = Callable[[Snapshot | None], None]
 """Called with the snapshot each commit attempt builds on, before it writes anything; raising aborts the commit."""
-
-
-def publish(
-    fileio: FileIO,
-    schema: TableSchema,
-    messages: Sequence[CommitMessage],
-    overwrite: bool | dict[str, Any] = False,
-    commit_user: str | None = None,
-    identifier: int | None = None,
-    properties: dict[str, str] | None = None,
-    txn: Txn | None = None,
-    precondition: Precondition | None = None,
-) -> list[Snapshot]:
-    """Commit ``messages`` as one data snapshot (plus a COMPACT one for compaction files) and return them.
-
-    On failure the table is unchanged and the messages' files are deleted, unless the outcome is unknown
-    (:class:`CommitStateUnknownError`), in which case they are kept. ``overwrite`` is parsed by
-    :func:`mergetable.commit.overwrite.overwrite_spec`; ``commit_user`` defaults to a fresh UUID and
-    ``identifier`` to a process-wide counter. With ``txn`` (see :mod:`mergetable.commit.txn`) a version
-    already committed raises :class:`AlreadyCommittedError` (files deleted, table unchanged). ``precondition``
-    runs in every attempt of the data commit against the snapshot it builds on (row-level operations check
-    there that no concurrent commit changed what they read); what it raises aborts the commit the same way.
-    """
-    spec = overwrite_spec(schema, messages, overwrite)
-    committer = Committer(fileio, schema, commit_user or str(uuid.uuid4()))
-    try:
-        ident = identifier if identifier is not None else next(_identifiers)
-        return committer.commit(messages, ident, spec, properties, txn, precondition)
-    except CommitStateUnknownError:
-        raise
-    except BaseException:
-        discard_uncommitted(fileio, schema, messages, protect_latest=True)
-        raise
 
 
 @dataclass

@@ -1,8 +1,9 @@
 """Committing a row-level operation: one commit of ``+I``/``+U``/``-D`` records, safe against concurrent commits.
 
 An operation is a function of the snapshot it reads (``compute``) giving the change rows and their kinds.
-They are written by a table writer and committed as **one** snapshot (its ``operation`` property names the
-operation, e.g. ``DELETE``). The commit's precondition checks, in every attempt of the commit protocol,
+They are written and committed as **one** snapshot by a write transaction
+(:class:`~mergetable.commit.transaction.WriteTransaction`; the snapshot's ``operation`` property names the
+operation, e.g. ``DELETE``). The transaction's precondition checks, in every attempt of the commit protocol,
 that no data commit landed after the snapshot read on any bucket the operation writes to: such a commit
 may have changed the rows the operation read, and applying records computed from stale rows would silently
 undo it. Like deltalake, the operation is then computed again on the new snapshot, a few times, before it
@@ -12,27 +13,24 @@ conflict (they do not change what the rows are).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
-from typing import Protocol, Unpack
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, Unpack
 
 import numpy as np
 import pyarrow as pa
 
-from mergetable.commit.committer import publish
 from mergetable.commit.operation import OPERATION
-from mergetable.compaction.job import CompactionJob
+from mergetable.commit.transaction import CommitArgs, WritePrecondition, WriteTransaction
 from mergetable.core.errors import CommitConflictError, SnapshotNotFoundError
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import TableOptions
 from mergetable.core.predicates import Filters
 from mergetable.core.read_options import ReadArgs
 from mergetable.core.schema import TableSchema
-from mergetable.metadata.models import CommitKind, ManifestEntry, Snapshot
-from mergetable.write.writer import TableWriter
+from mergetable.metadata.models import CommitKind, CommitMessage, ManifestEntry, Snapshot
 
 RECOMPUTE_ATTEMPTS = 3
 
-Bucket = tuple[tuple[str | None, ...], int]
 Changes = tuple[pa.Table, np.ndarray] | None
 """Rows with the table's columns and one :class:`~mergetable.core.rowkind.RowKind` (int8) per row (None: no change)."""
 
@@ -56,8 +54,7 @@ class DmlTable(Protocol):
     def read(
         self, columns: Sequence[str] | None = None, filter: Filters | None = None, **args: Unpack[ReadArgs]
     ) -> pa.Table: ...
-    def new_writer(self) -> TableWriter: ...
-    def compaction_job(self) -> CompactionJob: ...
+    def writing(self, overwrite: bool | dict[str, Any] = False, **args: Unpack[CommitArgs]) -> WriteTransaction: ...
 
 
 class _ConcurrentChange(CommitConflictError):
@@ -80,37 +77,22 @@ def apply_changes(
         if changes is None or changes[0].num_rows == 0:
             return None
         rows, kinds = changes
-        writer = table.new_writer()
+        guard = None if blind else _unchanged_since(table, base)
         try:
-            writer.write(rows, row_kind=pa.array(kinds, pa.int8()))
-            messages = writer.prepare_commit()
-        except BaseException:
-            writer.abort()
-            raise
-        if not messages:
-            return None
-        touched = {(m.partition, m.bucket) for m in messages}
-        guard = None if blind else _unchanged_since(table, base, touched)
-        try:
-            props = {OPERATION: operation}
-            snaps = publish(table.fileio, table.table_schema, messages, properties=props, precondition=guard)
+            with table.writing(properties={OPERATION: operation}, precondition=guard) as w:
+                w.write(rows, row_kind=pa.array(kinds, pa.int8()))
+                return w.commit()
         except _ConcurrentChange as exc:
             conflict = exc
-            continue
-        if not snaps:
-            return None
-        table.compaction_job().after_commit(messages, snaps[-1])
-        return snaps[0]
     raise CommitConflictError(f"{operation.lower()}: {conflict} on each of {RECOMPUTE_ATTEMPTS} attempts; try again")
 
 
-def _unchanged_since(
-    table: DmlTable, base: Snapshot | None, touched: Collection[Bucket]
-) -> Callable[[Snapshot | None], None]:
-    """A commit precondition: no data commit after ``base`` wrote to a bucket of ``touched``."""
+def _unchanged_since(table: DmlTable, base: Snapshot | None) -> WritePrecondition:
+    """A commit precondition: no data commit after ``base`` wrote to a bucket the messages write to."""
     base_id = base.id if base is not None else 0
 
-    def check(latest: Snapshot | None) -> None:
+    def check(messages: Sequence[CommitMessage], latest: Snapshot | None) -> None:
+        touched = {(m.partition, m.bucket) for m in messages}
         latest_id = latest.id if latest is not None else 0
         if latest_id < base_id:
             raise _ConcurrentChange(f"the table was rolled back from snapshot {base_id} to {latest_id} meanwhile")

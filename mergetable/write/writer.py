@@ -45,7 +45,7 @@ class TableWriter:
     files; a stream is never held whole. ``prepare_commit`` flushes the rest and returns one
     :class:`CommitMessage` per touched bucket. Nothing is visible until those messages are committed.
     ``discard`` deletes the files of :meth:`abort`; it comes from the commit tier
-    (see :meth:`mergetable.Table.new_writer`).
+    (:func:`mergetable.commit.transaction.open_writer`).
     """
 
     def __init__(
