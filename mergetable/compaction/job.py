@@ -22,16 +22,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
-from mergetable.commit.committer import Committer
-from mergetable.commit.discard import discard_uncommitted
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.schemas import SchemaManager
 from mergetable.commit.snapshots import SnapshotManager
+from mergetable.commit.transaction import WriteTransaction
 from mergetable.compaction.compaction import BucketCompactor
 from mergetable.core.errors import (
     ArgumentError,
     CommitConflictError,
-    CommitStateUnknownError,
     SchemaError,
     SnapshotNotFoundError,
 )
@@ -109,10 +107,9 @@ class CompactionJob:
 
     def _run_here(self, plans: Sequence[BucketPlan]) -> list[CommitMessage]:
         """Compact the planned buckets in this process, a few at a time (Parquet and Arrow release the GIL)."""
-        out: list[CommitMessage] = []
         error: BaseException | None = None
         workers = max(1, min(len(plans), os.cpu_count() or 1))
-        with ThreadPoolExecutor(workers, thread_name_prefix="mergetable-compact") as pool:
+        with self._transaction() as tx, ThreadPoolExecutor(workers, thread_name_prefix="mergetable-compact") as pool:
             futures = [pool.submit(run_plan, self.fileio, self.schema, self.merge_function, p) for p in plans]
             for future in as_completed(futures):
                 try:
@@ -121,12 +118,11 @@ class CompactionJob:
                     error = error or exc
                     continue
                 if not message.is_empty:
-                    out.append(message)
+                    tx.adopt([message])
                 self.progress.advance()
-        if error is not None:
-            self._discard(out)
-            raise error
-        return out
+            if error is not None:
+                raise error  # the transaction discards what the other buckets wrote
+            return tx.hand_off()
 
     # -- planning -------------------------------------------------------------------------------------
     def buckets(self, snapshot: Snapshot | None) -> dict[BucketId, list[ManifestEntry]]:
@@ -173,43 +169,48 @@ class CompactionJob:
         :class:`CommitConflictError` is raised and the table is left unchanged.
         """
         attempts = max_attempts if max_attempts is not None else self.options.commit_max_retries + 1
-        committer = Committer(self.fileio, self.schema, f"compact-{uuid.uuid4()}")
         ident = identifier if identifier is not None else int(time.time() * 1000)
         kept: dict[BucketId, tuple[CommitMessage, frozenset[tuple[str, int]]]] = {}
         started = False
         last_error: CommitConflictError | None = None
-        for attempt in range(1, attempts + 1):
-            latest = self.snapshots.latest()
-            buckets = {b: es for b, es in self.buckets(latest).items() if select(b)}
-            if self._adopt_newer_schema(buckets.values()):
-                committer = Committer(self.fileio, self.schema, committer.commit_user)
-            self._drop_stale(kept, buckets)
-            todo = [buckets[b] for b in sorted(buckets, key=bucket_order) if b not in kept]
-            plans = [p for p in (self.plan(es, full) for es in todo) if p is not None]
-            if not started:
-                self.progress.start(len(plans))
-                started = True
-            for message in self.executor(plans):
-                bid = (message.partition, message.bucket)
-                kept[bid] = (message, _upper_files(buckets[bid]))
-            if not kept:
-                return None
-            try:
-                snaps = committer.commit([m for m, _ in kept.values()], ident, properties=properties)
-            except CommitConflictError as exc:
-                log.info("compaction attempt %d of %d conflicted: %s", attempt, attempts, exc)
-                last_error = exc
-                continue
-            except CommitStateUnknownError:
-                raise
-            except BaseException:
-                self._discard(m for m, _ in kept.values())
-                raise
-            return snaps[-1]
-        self._discard(m for m, _ in kept.values())
-        raise CommitConflictError(
-            f"compaction gave up after {attempts} attempts, each conflicting with a concurrent commit "
-            f"(nothing was changed): {last_error}"
+        with self._transaction(ident, properties) as tx:  # on any failure: every kept result is discarded
+            for attempt in range(1, attempts + 1):
+                latest = self.snapshots.latest()
+                buckets = {b: es for b, es in self.buckets(latest).items() if select(b)}
+                if self._adopt_newer_schema(buckets.values()):
+                    tx.schema = self.schema
+                tx.drop(self._drop_stale(kept, buckets))
+                todo = [buckets[b] for b in sorted(buckets, key=bucket_order) if b not in kept]
+                plans = [p for p in (self.plan(es, full) for es in todo) if p is not None]
+                if not started:
+                    self.progress.start(len(plans))
+                    started = True
+                for message in self.executor(plans):
+                    bid = (message.partition, message.bucket)
+                    kept[bid] = (message, _upper_files(buckets[bid]))
+                    tx.adopt([message])
+                if not kept:
+                    return None
+                try:
+                    return tx.commit(keep_on_conflict=True)
+                except CommitConflictError as exc:
+                    log.info("compaction attempt %d of %d conflicted: %s", attempt, attempts, exc)
+                    last_error = exc
+            raise CommitConflictError(
+                f"compaction gave up after {attempts} attempts, each conflicting with a concurrent commit "
+                f"(nothing was changed): {last_error}"
+            )
+
+    def _transaction(self, identifier: int | None = None, properties: dict[str, str] | None = None) -> WriteTransaction:
+        """The lifecycle of this job's results: committed as one COMPACT snapshot, or discarded."""
+        user = f"compact-{uuid.uuid4()}"
+        return WriteTransaction(
+            self.fileio,
+            self.schema,
+            self.merge_function,
+            commit_user=user,
+            identifier=identifier,
+            properties=properties,
         )
 
     def _adopt_newer_schema(self, buckets: Iterable[list[ManifestEntry]]) -> bool:
@@ -229,19 +230,18 @@ class CompactionJob:
         self,
         kept: dict[BucketId, tuple[CommitMessage, frozenset[tuple[str, int]]]],
         buckets: dict[BucketId, list[ManifestEntry]],
-    ) -> None:
-        """Forget (and delete the files of) results whose bucket changed below level 0 or lost an input."""
+    ) -> list[CommitMessage]:
+        """Forget (and return, for deletion) the results whose bucket changed below level 0 or lost an input."""
+        stale = []
         for bid in list(kept):
             message, upper = kept[bid]
             entries = buckets.get(bid, [])
             live = {(e.file.file_name, e.file.level) for e in entries}
             inputs_live = all((f.file_name, f.level) in live for f in message.compact_before)
             if not inputs_live or _upper_files(entries) != upper:
-                self._discard([message])
+                stale.append(message)
                 del kept[bid]
-
-    def _discard(self, messages: Iterable[CommitMessage]) -> None:
-        discard_uncommitted(self.fileio, self.schema, messages)
+        return stale
 
     # -- after a write ----------------------------------------------------------------------------------
     def after_commit(self, messages: Iterable[CommitMessage], snapshot: Snapshot) -> None:
