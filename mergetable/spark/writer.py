@@ -31,7 +31,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StringType, StructField, StructType
 
-from mergetable.commit.discard import discard_uncommitted
+from mergetable.commit.transaction import WriteTransaction
 from mergetable.core import paths
 from mergetable.core.errors import AlreadyCommittedError, OptionsError, SchemaError
 from mergetable.core.fileio import FileIO
@@ -219,9 +219,8 @@ class MergeTableWriter(DataSourceArrowWriter):
         staging = paths.PathFactory(fileio.root).staging_dir(job.job_id)
         marker = f"{staging}/{paths.attempt_marker(partition_id, attempt, task_attempt_id)}"
         fileio.write_bytes(marker, b"")
-        writer = job.task_table().new_writer()
         rows = 0
-        try:
+        with job.task_table().writing() as tx:  # the driver commits: the task hands its messages off
             pending: list[pa.RecordBatch] = []
             size = 0
             for batch in batches:
@@ -231,17 +230,14 @@ class MergeTableWriter(DataSourceArrowWriter):
                 size += batch.nbytes
                 rows += batch.num_rows
                 if size >= _CHUNK_BYTES:
-                    self._write_chunk(writer, pending)
+                    self._write_chunk(tx, pending)
                     pending, size = [], 0
             if pending:
-                self._write_chunk(writer, pending)
-            messages = writer.prepare_commit()
-        except BaseException:
-            writer.abort()
-            raise
+                self._write_chunk(tx, pending)
+            messages = tx.hand_off()
         return TaskCommit(partition_id, attempt, task_attempt_id, messages, rows)
 
-    def _write_chunk(self, writer: Any, batches: list[pa.RecordBatch]) -> None:
+    def _write_chunk(self, tx: WriteTransaction, batches: list[pa.RecordBatch]) -> None:
         data = pa.Table.from_batches(batches)
         if self.job.renames:
             data = data.rename_columns([self.job.renames.get(n, n) for n in data.column_names])
@@ -250,7 +246,7 @@ class MergeTableWriter(DataSourceArrowWriter):
         if rk is not None:
             kinds = data.column(rk)
             data = data.drop_columns([rk])
-        writer.write(data, row_kind=kinds, target_columns=self.job.target_columns)
+        tx.write(data, row_kind=kinds, target_columns=self.job.target_columns)
 
     # -- driver -----------------------------------------------------------------------------------
     def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
@@ -261,16 +257,14 @@ class MergeTableWriter(DataSourceArrowWriter):
         done = table.find_commit(job.commit_user, job.identifier, job.base_snapshot_id)
         keep = set().union(*(w.file_names for w in winners))
         if done is None:
-            batch = [m for w in winners for m in w.messages]
-            if batch or job.overwrite:
-                try:
-                    table.commit(
-                        batch, job.overwrite, commit_user=job.commit_user, identifier=job.identifier, txn=job.txn
-                    )
-                except AlreadyCommittedError as exc:  # an idempotent replay: its files were deleted
-                    log.warning("%s", exc)
-                    keep = set()
-        discard_uncommitted(table.fileio, job.schema, [m for lo in losers for m in lo.messages], keep)
+            tx = table.writing(job.overwrite, commit_user=job.commit_user, identifier=job.identifier, txn=job.txn)
+            tx.adopt([m for w in winners for m in w.messages])
+            try:
+                tx.commit()
+            except AlreadyCommittedError as exc:  # an idempotent replay: its files were deleted
+                log.warning("%s", exc)
+                keep = set()
+        self._discard(table, [m for lo in losers for m in lo.messages], keep)
         self._clean_staging(table.fileio, {w.marker for w in winners}, keep)
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
@@ -279,13 +273,19 @@ class MergeTableWriter(DataSourceArrowWriter):
         fileio = job.fileio()
         keep = self._committed_files(fileio)
         tasks = [m for m in messages if isinstance(m, TaskCommit)]
-        discard_uncommitted(fileio, job.schema, [m for t in tasks for m in t.messages], keep)
+        self._discard(job.table(), [m for t in tasks for m in t.messages], keep)
         known = {t.marker for t in tasks} if len(tasks) == len(messages) else None
         self._clean_staging(fileio, known, keep)
         if job.create and not table_exists(job.uri, job.storage):
             _remove_if_empty(fileio)
 
     # -- helpers ----------------------------------------------------------------------------------
+    def _discard(self, table: Table, messages: list[CommitMessage], keep: set[str]) -> None:
+        """End the tasks' messages that will not be committed: their files go, but those in ``keep``."""
+        tx = table.writing()
+        tx.adopt(messages)
+        tx.discard(keep)
+
     def _table_for_commit(self) -> Table:
         job = self.job
         if not job.create:
