@@ -176,6 +176,7 @@ class WriteTransaction:
         Returns:
             The last snapshot made, None when there was nothing to commit.
         """
+        self._require_open("commit")
         try:
             messages = self.prepare()
         except BaseException:

@@ -93,8 +93,10 @@ def test_a_failure_after_the_commit_never_discards_it(table_uri: str) -> None:
     assert w.state is TxState.COMMITTED
     assert t.read().to_pydict() == _rows([1, 2]).to_pydict()
     assert _data_files(t)
-    with pytest.raises(mt.MergeTableError, match="committed"):
+    with pytest.raises(mt.MergeTableError, match="cannot write: the write transaction is committed"):
         w.write(_rows([3]))
+    with pytest.raises(mt.MergeTableError, match="cannot commit: the write transaction is committed"):
+        w.commit()
 
 
 def test_a_failing_after_commit_hook_is_logged_not_raised(table_uri: str, caplog: pytest.LogCaptureFixture) -> None:
