@@ -128,6 +128,7 @@ class TableWriter:
             raise MergeError(
                 "Delete operations are disabled for this table. The table.delete.behavior is set to 'disable'."
             )
+        self.merge_function.check_kinds(k[~drop] if drop.any() else k)
         if drop.any():
             keep = pa.array(~drop)
             return table.filter(keep), kinds.filter(keep)
