@@ -60,12 +60,16 @@ class ManifestIO:
             return metas
         approx_entry = max(1, len(ManifestFile(entries=(entries[0],)).to_json()))
         per_file = max(1, target_size // approx_entry)
-        for start in range(0, len(entries), per_file):
-            chunk = tuple(entries[start : start + per_file])
-            name = self.paths.new_manifest_name()
-            data = ManifestFile(entries=chunk).to_json().encode()
-            self.fileio.write_bytes(self._path(name), data)
-            metas.append(_manifest_meta(name, len(data), chunk, schema_id))
+        try:
+            for start in range(0, len(entries), per_file):
+                chunk = tuple(entries[start : start + per_file])
+                name = self.paths.new_manifest_name()
+                data = ManifestFile(entries=chunk).to_json().encode()
+                self.fileio.write_bytes(self._path(name), data)
+                metas.append(_manifest_meta(name, len(data), chunk, schema_id))
+        except BaseException:  # the manifests written before the failure are nobody's
+            self.fileio.delete_quietly([self._path(m.file_name) for m in metas])
+            raise
         return metas
 
     def _read(self, name: str, what: str, parse: Callable[[bytes, str], object]) -> object:
