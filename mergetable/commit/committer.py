@@ -109,6 +109,7 @@ class Committer:
         ``txn`` makes the data commit idempotent (see :mod:`mergetable.commit.txn`): it raises
         :class:`AlreadyCommittedError` and commits nothing when the application's version is already there.
         """
+        self.schema.check_writable()
         out = []
         data_msgs = [m for m in messages if m.new_files or m.deleted_files or m.changelog_files]
         if data_msgs or overwrite is not None:

@@ -6,7 +6,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 
-from mergetable.core.errors import CorruptMetadataError
+from mergetable.commit.foreign import binary_manifest, paimon_message
+from mergetable.core.errors import CorruptMetadataError, UnsupportedError
 from mergetable.core.fileio import FileIO
 from mergetable.core.paths import PathFactory
 from mergetable.metadata.models import (
@@ -83,7 +84,13 @@ class ManifestIO:
             text = self.fileio.read_bytes(path)
         except FileNotFoundError:
             raise CorruptMetadataError(path, f"{what} is missing") from None
-        value = parse(text, path)
+        try:
+            value = parse(text, path)
+        except CorruptMetadataError:
+            kind = binary_manifest(text)
+            if kind is None:
+                raise
+            raise UnsupportedError(paimon_message(self.fileio.uri, kind)) from None
         _remember(key, value)
         return value
 

@@ -161,6 +161,11 @@ class MissingExtraError(MergeTableError, ImportError):
         super().__init__(f"{feature} needs the '{module}' package, which is not installed: {install}", name=module)
 
 
+class UnknownOptionsWarning(UserWarning):
+    """A table's schema holds options this version does not know (a newer writer's): the table is read without
+    them and cannot be written until mergetable is upgraded."""
+
+
 __all__ = [
     "AlreadyCommittedError",
     "ArgumentError",
@@ -182,6 +187,7 @@ __all__ = [
     "TableExistsError",
     "TableNotFoundError",
     "TagExistsError",
+    "UnknownOptionsWarning",
     "UnsupportedError",
     "storage_full",
 ]

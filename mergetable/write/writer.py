@@ -58,6 +58,7 @@ class TableWriter:
         next_sequence: NextSequence,
         discard: Discard,
     ) -> None:
+        schema.check_writable()
         self.fileio = fileio
         self.schema = schema
         self.options = schema.table_options
