@@ -93,17 +93,20 @@ def write_rows(reader: pa.RecordBatchReader, args: argparse.Namespace, out: Outp
 
 
 def _write(reader: pa.RecordBatchReader, fmt: str, limit: int, sink: IO[Any]) -> int:
-    if fmt not in ("parquet", "csv"):
-        batches = limited(reader, limit)
-        return _json(batches, sink) if fmt == "json" else _table(reader.schema, batches, sink)
-    # Arrow encodes Parquet and CSV without the GIL: the next batches are read meanwhile, by a thread of their own
-    # (a few batches ahead: a Parquet row group is encoded at once).
-    ahead = Prefetched(iter(reader), 8, "mergetable-cli-read")
-    try:
-        batches = limited(ahead, limit)
-        return _parquet(reader.schema, batches, sink) if fmt == "parquet" else _csv(reader.schema, batches, sink)
-    finally:
-        ahead.close()
+    """Write the rows, then close the reader however the writing ended (all rows, the limit, an error): its
+    threads stop and are waited for, so none is left inside Arrow when the process exits."""
+    with reader:
+        if fmt not in ("parquet", "csv"):
+            batches = limited(reader, limit)
+            return _json(batches, sink) if fmt == "json" else _table(reader.schema, batches, sink)
+        # Arrow encodes Parquet and CSV without the GIL: the next batches are read meanwhile, by a thread of their
+        # own (a few batches ahead: a Parquet row group is encoded at once), which closes the reader as it stops.
+        ahead = Prefetched(reader, 8, "mergetable-cli-read")
+        try:
+            batches = limited(ahead, limit)
+            return _parquet(reader.schema, batches, sink) if fmt == "parquet" else _csv(reader.schema, batches, sink)
+        finally:
+            ahead.close()
 
 
 def _parquet(schema: pa.Schema, batches: Iterator[pa.RecordBatch], sink: IO[bytes]) -> int:

@@ -75,6 +75,7 @@ class Committer:
         ``txn`` makes the data commit idempotent (see :mod:`mergetable.commit.txn`): it raises
         :class:`AlreadyCommittedError` and commits nothing when the application's version is already there.
         """
+        self.schema.check_writable()
         out = []
         data_msgs = [m for m in messages if m.new_files or m.deleted_files or m.changelog_files]
         if data_msgs or overwrite is not None:
@@ -200,8 +201,9 @@ class Committer:
         delta_metas = self.manifests.write_manifests(delta, sid, opts.manifest_target_file_size)
         attempt.written += [m.file_name for m in delta_metas]
         base_name, base_size = self.manifests.write_list(base)
+        attempt.written.append(base_name)  # each file listed once written: a failure after it removes it
         delta_name, delta_size = self.manifests.write_list(delta_metas)
-        attempt.written += [base_name, delta_name]
+        attempt.written.append(delta_name)
         changelog_name = changelog_size = None
         if changelog:
             cl_metas = self.manifests.write_manifests(changelog, sid, opts.manifest_target_file_size)

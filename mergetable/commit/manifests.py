@@ -6,7 +6,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 
-from mergetable.core.errors import CorruptMetadataError
+from mergetable.commit.foreign import binary_manifest, paimon_message
+from mergetable.core.errors import CorruptMetadataError, UnsupportedError
 from mergetable.core.fileio import FileIO
 from mergetable.core.paths import PathFactory
 from mergetable.metadata.models import (
@@ -60,12 +61,16 @@ class ManifestIO:
             return metas
         approx_entry = max(1, len(ManifestFile(entries=(entries[0],)).to_json()))
         per_file = max(1, target_size // approx_entry)
-        for start in range(0, len(entries), per_file):
-            chunk = tuple(entries[start : start + per_file])
-            name = self.paths.new_manifest_name()
-            data = ManifestFile(entries=chunk).to_json().encode()
-            self.fileio.write_bytes(self._path(name), data)
-            metas.append(_manifest_meta(name, len(data), chunk, schema_id))
+        try:
+            for start in range(0, len(entries), per_file):
+                chunk = tuple(entries[start : start + per_file])
+                name = self.paths.new_manifest_name()
+                data = ManifestFile(entries=chunk).to_json().encode()
+                self.fileio.write_bytes(self._path(name), data)
+                metas.append(_manifest_meta(name, len(data), chunk, schema_id))
+        except BaseException:  # the manifests written before the failure are nobody's
+            self.fileio.delete_quietly([self._path(m.file_name) for m in metas])
+            raise
         return metas
 
     def _read(self, name: str, what: str, parse: Callable[[bytes, str], object]) -> object:
@@ -79,7 +84,13 @@ class ManifestIO:
             text = self.fileio.read_bytes(path)
         except FileNotFoundError:
             raise CorruptMetadataError(path, f"{what} is missing") from None
-        value = parse(text, path)
+        try:
+            value = parse(text, path)
+        except CorruptMetadataError:
+            kind = binary_manifest(text)
+            if kind is None:
+                raise
+            raise UnsupportedError(paimon_message(self.fileio.uri, kind)) from None
         _remember(key, value)
         return value
 

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
+from mergetable.commit.foreign import DELTA_LOG, delta_message, foreign_table
 from mergetable.commit.snapshots import SnapshotManager
-from mergetable.core.errors import CorruptMetadataError, MergeTableError, TableNotFoundError
+from mergetable.core.errors import (
+    CorruptMetadataError,
+    MergeTableError,
+    TableNotFoundError,
+    UnknownOptionsWarning,
+    UnsupportedError,
+)
 from mergetable.core.evolution import SchemaChange, apply_changes
 from mergetable.core.fileio import FileIO
 from mergetable.core.paths import PathFactory
@@ -34,6 +42,8 @@ class SchemaManager:
             )
         if not self.fileio.fs.exists(self.fileio.root):
             return f"no mergetable table at {where}"
+        if DELTA_LOG in self.fileio.list_names(self.fileio.root):
+            return delta_message(where)
         return f"no mergetable table at {where}: the directory has no schema/ (is it the table's own directory?)"
 
     def exists(self) -> bool:
@@ -91,9 +101,24 @@ class SchemaManager:
         if not ids:
             return None
         path = self.paths.schema_file(ids[-1])
-        schema = TableSchema.from_json(self.fileio.read_bytes(path), path)
         try:
-            schema.table_options  # noqa: B018 - validate stored options eagerly
-        except MergeTableError as exc:
-            raise CorruptMetadataError(path, f"invalid stored options: {exc}") from exc
+            schema = TableSchema.from_json(self.fileio.read_bytes(path), path)
+            try:
+                schema.table_options  # noqa: B018 - validate stored options eagerly
+            except MergeTableError as exc:
+                raise CorruptMetadataError(path, f"invalid stored options: {exc}") from exc
+        except (CorruptMetadataError, UnsupportedError) as exc:  # a newer format version, or another format's table
+            foreign = foreign_table(self.fileio)
+            if foreign is None:
+                raise
+            raise UnsupportedError(foreign) from exc
+        if schema.unknown_options and (foreign := foreign_table(self.fileio)) is not None:
+            raise UnsupportedError(foreign)
+        if schema.unknown_options:
+            warnings.warn(
+                f"{path}: option(s) {', '.join(schema.unknown_options)} are unknown to this mergetable (a newer "
+                "version wrote them): the table is read without them and cannot be written; upgrade mergetable",
+                UnknownOptionsWarning,
+                stacklevel=2,
+            )
         return schema

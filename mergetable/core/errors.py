@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+
 
 class MergeTableError(Exception):
     """Root of every error raised by mergetable."""
@@ -89,6 +91,35 @@ class DataFileError(MergeTableError):
         super().__init__(f"{path}: {message}")
 
 
+class StorageFullError(MergeTableError, OSError):
+    """The storage had no space left (or the quota was reached) while writing a file; the partial file is removed
+    and nothing that needed it was committed."""
+
+    def __init__(self, path: str, cause: OSError) -> None:
+        self.path = path
+        reason = cause.strerror or str(cause)
+        super().__init__(cause.errno, f"{path}: {reason}: the storage is full; free space, then retry")
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def storage_full(path: str, exc: BaseException) -> StorageFullError | None:
+    """The :class:`StorageFullError` that ``exc`` (raised writing ``path``) means, if it means one.
+
+    >>> import errno
+    >>> str(storage_full("/t/snapshot/snapshot-3", OSError(errno.ENOSPC, "No space left on device")))
+    '/t/snapshot/snapshot-3: No space left on device: the storage is full; free space, then retry'
+    >>> storage_full("/t/x", OSError(errno.EACCES, "Permission denied")) is None
+    True
+    """
+    if isinstance(exc, StorageFullError):
+        return exc
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return StorageFullError(path, exc)
+    return None
+
+
 class TableNotFoundError(MergeTableError, FileNotFoundError):
     """No table exists at the given location."""
 
@@ -130,6 +161,11 @@ class MissingExtraError(MergeTableError, ImportError):
         super().__init__(f"{feature} needs the '{module}' package, which is not installed: {install}", name=module)
 
 
+class UnknownOptionsWarning(UserWarning):
+    """A table's schema holds options this version does not know (a newer writer's): the table is read without
+    them and cannot be written until mergetable is upgraded."""
+
+
 __all__ = [
     "AlreadyCommittedError",
     "ArgumentError",
@@ -147,8 +183,11 @@ __all__ = [
     "SchemaError",
     "SnapshotExpiredError",
     "SnapshotNotFoundError",
+    "StorageFullError",
     "TableExistsError",
     "TableNotFoundError",
     "TagExistsError",
+    "UnknownOptionsWarning",
     "UnsupportedError",
+    "storage_full",
 ]

@@ -22,19 +22,33 @@ from fsspec.implementations.memory import MemoryFileSystem
 
 from mergetable.core import paths
 from mergetable.core.arguments import location, mapping
-from mergetable.core.errors import ArgumentError, CommitStateUnknownError, MissingExtraError, OptionsError
+from mergetable.core.errors import (
+    ArgumentError,
+    CommitStateUnknownError,
+    MissingExtraError,
+    OptionsError,
+    storage_full,
+)
 from mergetable.core.progress import current as current_progress
 
 _MEMORY_LOCK = threading.Lock()
 
 
-def _write_file(path: str, data: bytes, *, sync: bool) -> str:
-    """Write ``data`` to the local file ``path`` (flushed to disk when ``sync``) and return ``path``."""
-    with open(path, "wb") as fh:
-        fh.write(data)
-        if sync:
-            fh.flush()
-            os.fsync(fh.fileno())
+def _write_temp(target: str, data: bytes, *, sync: bool) -> str:
+    """Write ``data`` to a new temporary local file beside ``target`` (flushed to disk when ``sync``) and return its
+    path. A failed write removes the temporary file and, when the storage is full, raises a
+    :class:`~mergetable.core.errors.StorageFullError` naming ``target``."""
+    path = paths.temp_path(target)
+    try:
+        with open(path, "wb") as fh:
+            fh.write(data)
+            if sync:
+                fh.flush()
+                os.fsync(fh.fileno())
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise storage_full(target, exc) or exc from exc
     return path
 
 
@@ -135,9 +149,17 @@ class FileIO:
         """Write (overwrite) a whole file; local writes go through a temp file and an atomic rename."""
         self.makedirs(path.rsplit("/", 1)[0])
         if self.is_local:
-            os.replace(_write_file(paths.temp_path(path), data, sync=False), path)
-        else:
+            tmp = _write_temp(path, data, sync=False)
+            try:
+                os.replace(tmp, path)
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+            return
+        try:
             self.fs.pipe_file(path, data)
+        except OSError as exc:
+            raise storage_full(path, exc) or exc from exc
 
     def write_if_absent(self, path: str, data: bytes) -> bool:
         """Create ``path`` with ``data`` only if it does not exist. True if this call created it.
@@ -148,7 +170,7 @@ class FileIO:
         parent = path.rsplit("/", 1)[0]
         self.makedirs(parent)
         if self.is_local:
-            tmp = _write_file(paths.temp_path(path), data, sync=True)
+            tmp = _write_temp(path, data, sync=True)
             try:
                 os.link(tmp, path)
                 return True
@@ -168,6 +190,11 @@ class FileIO:
             return True
         except FileExistsError:
             return False
+        except OSError as exc:
+            full = storage_full(path, exc)
+            if full is None:  # the conditional put may or may not have been applied
+                raise CommitStateUnknownError(f"conditional create of {path} failed: {exc}") from exc
+            raise full from exc
         except Exception as exc:  # the conditional put may or may not have been applied
             raise CommitStateUnknownError(f"conditional create of {path} failed: {exc}") from exc
 

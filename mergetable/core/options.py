@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
+from fractions import Fraction
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
@@ -78,24 +79,51 @@ _DURATION_UNITS_MS = {
 _NUMBER_UNIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 
 
+INT64_MAX = 2**63 - 1
+"""The largest value of an integer option (Paimon's ``long``); memory sizes and durations included."""
+INT32_MAX = 2**31 - 1
+"""The largest ``bucket`` (Paimon's ``int``)."""
+
+
+def _in_int64(value: object, number: int) -> int:
+    """``number`` (parsed from ``value``) when it fits a signed 64-bit integer, else a ``ValueError``.
+
+    >>> _in_int64("10", 10)
+    10
+    >>> _in_int64("1e30", 10**30)
+    Traceback (most recent call last):
+    ...
+    ValueError: '1e30' is out of range: at most 9223372036854775807
+    """
+    if not -INT64_MAX - 1 <= number <= INT64_MAX:
+        raise ValueError(f"'{value}' is out of range: at most {INT64_MAX}")
+    return number
+
+
 def parse_memory_size(value: object) -> int:
-    """Parse ``256mb``, ``128 MB``, ``1g`` or a plain byte count into bytes."""
+    """Parse ``256mb``, ``128 MB``, ``1g`` or a plain byte count into bytes (at most :data:`INT64_MAX`)."""
     if isinstance(value, int) and not isinstance(value, bool):
-        return value
+        return _in_int64(value, value)
     m = _NUMBER_UNIT.match(str(value))
     if not m or m.group(2).lower() not in _SIZE_UNITS:
         raise ValueError(f"'{value}' is not a memory size (e.g. 256mb, 1 gb, 1048576)")
-    return int(float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()])
+    return _in_int64(value, _scaled(m.group(1), _SIZE_UNITS[m.group(2).lower()]))
 
 
 def parse_duration_ms(value: object) -> int:
-    """Parse ``10 s``, ``10ms``, ``1h``, ``1 min`` (a bare number means seconds, as in Paimon) into milliseconds."""
+    """Parse ``10 s``, ``10ms``, ``1h``, ``1 min`` (a bare number means seconds, as in Paimon) into milliseconds
+    (at most :data:`INT64_MAX`)."""
     if isinstance(value, int) and not isinstance(value, bool):
-        return value
+        return _in_int64(value, value)
     m = _NUMBER_UNIT.match(str(value))
     if not m or m.group(2).lower() not in _DURATION_UNITS_MS:
         raise ValueError(f"'{value}' is not a duration (e.g. 10 s, 500ms, 1 h)")
-    return int(float(m.group(1)) * _DURATION_UNITS_MS[m.group(2).lower()])
+    return _in_int64(value, _scaled(m.group(1), _DURATION_UNITS_MS[m.group(2).lower()]))
+
+
+def _scaled(number: str, unit: int) -> int:
+    """``number`` (digits, maybe with a fraction) times ``unit``, rounded down, exactly however large."""
+    return int(Fraction(number) * unit)
 
 
 def parse_bool(value: object) -> bool:
@@ -111,9 +139,10 @@ def parse_int(value: object) -> int:
     if isinstance(value, bool):
         raise ValueError(f"'{value}' is not an integer")
     try:
-        return int(str(value).strip())
+        number = int(str(value).strip())
     except ValueError:
         raise ValueError(f"'{value}' is not an integer") from None
+    return _in_int64(value, number)
 
 
 def parse_list(value: object) -> tuple[str, ...]:
@@ -220,8 +249,8 @@ class TableOptions(BaseModel):
     def _check_ranges(self) -> TableOptions:
         if self.bucket == -1 or self.bucket == -2:
             raise OptionsError("bucket", f"bucket={self.bucket} (dynamic/postpone bucket mode) is not supported")
-        if self.bucket < 1:
-            raise OptionsError("bucket", f"must be >= 1, got {self.bucket}")
+        if not 1 <= self.bucket <= INT32_MAX:
+            raise OptionsError("bucket", f"must be between 1 and {INT32_MAX}, got {self.bucket}")
         if self.file_format.lower() != "parquet":
             raise OptionsError("file.format", f"only 'parquet' is supported, got '{self.file_format}'")
         if self.file_compression.lower() not in ("zstd", "snappy", "gzip", "brotli", "lz4", "none", "uncompressed"):

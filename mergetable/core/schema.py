@@ -19,7 +19,7 @@ import pyarrow as pa
 from mergetable.core import arguments
 from mergetable.core.errors import SchemaError, UnsupportedError
 from mergetable.core.model import JsonModel, Versioned
-from mergetable.core.options import TableOptions
+from mergetable.core.options import TableOptions, normalize_option_keys
 
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
 VALUE_KIND = "_VALUE_KIND"
@@ -264,7 +264,35 @@ class TableSchema(Versioned):
     # -- derived views (not persisted) ----------------------------------------------------------
     @cached_property
     def table_options(self) -> TableOptions:
-        return TableOptions.from_map(self.options)
+        """The options this version knows (see :attr:`unknown_options` for the others)."""
+        unknown = set(self.unknown_options)
+        return TableOptions.from_map({k: v for k, v in self.options.items() if k not in unknown})
+
+    @cached_property
+    def unknown_options(self) -> tuple[str, ...]:
+        """Stored options this version does not know: a newer writer's. Reads go on without them; writes are
+        refused (:meth:`check_writable`), since what they promise cannot be kept.
+
+        >>> schema = TableSchema.create(pa.schema([("k", pa.int64())]), ["k"])
+        >>> options = {**schema.options, "future.option": "on"}
+        >>> newer = TableSchema.model_validate({**schema.model_dump(), "options": options})
+        >>> newer.unknown_options, newer.table_options.bucket
+        (('future.option',), 1)
+        """
+        return unknown_option_keys(self.options)
+
+    def check_writable(self) -> None:
+        """Refuse to change a table whose schema holds options this version does not know.
+
+        Raises:
+            UnsupportedError: Naming the options and what to do.
+        """
+        if self.unknown_options:
+            raise UnsupportedError(
+                f"schema {self.id} holds option(s) {', '.join(self.unknown_options)} that this mergetable "
+                "does not know (a newer version wrote them); it reads the table without them but does not "
+                "change it, since a change could break what they promise: upgrade mergetable to write"
+            )
 
     @cached_property
     def arrow_schema(self) -> pa.Schema:
@@ -318,6 +346,17 @@ def _is_partition_type(t: pa.DataType) -> bool:
 
 def _is_key_type(t: pa.DataType) -> bool:
     return not pa.types.is_nested(t)
+
+
+def unknown_option_keys(options: dict[str, str]) -> tuple[str, ...]:
+    """The keys of ``options`` that name no option of :class:`TableOptions` (``fields.*`` keys excepted)."""
+    known = {info.alias or name for name, info in TableOptions.model_fields.items()} - {"field-options"}
+    out = []
+    for key, value in options.items():
+        plain, _ = normalize_option_keys({key: value})
+        if plain and next(iter(plain)) not in known:
+            out.append(key)
+    return tuple(out)
 
 
 __all__ = [

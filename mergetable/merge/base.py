@@ -46,6 +46,11 @@ class MergeFunction(Protocol):
         """Value columns that must be read to produce ``wanted`` correctly (a superset of ``wanted``)."""
         ...
 
+    def check_kinds(self, kinds: np.ndarray) -> None:
+        """Refuse, before anything is written, records whose row kinds (``_VALUE_KIND`` codes) this merge could
+        turn into rows the table's schema does not allow (raises a :class:`~mergetable.core.errors.MergeError`)."""
+        ...
+
 
 WRITE_MASK_BITS = 63
 """Columns per mask word: column i is bit ``i % 63`` of word ``i // 63``."""

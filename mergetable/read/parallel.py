@@ -4,10 +4,16 @@ Each item's stream is produced by one worker thread into a small queue; the cons
 item order. At most ``workers`` streams are open at once and each runs at most ``depth`` results ahead of
 the consumer, so memory stays bounded however large a stream is. pyarrow releases the GIL while it decodes,
 so the workers use every core. Closing the consumer stops the producers at their next result.
+
+A producer that stops closes its source (a generator's ``finally`` blocks run, a reader is released) in its own
+thread, and closing a consumer waits for that: when a reader stops early (a ``--limit``, a closed pipe), no
+thread is left inside Arrow's C++ code. A thread still there when the interpreter finalizes is ended by force,
+and unwinding C++ frames that way aborts the process ("terminate called without an active exception").
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import queue
@@ -82,9 +88,17 @@ def ordered_streams(
 class Prefetched(Iterator[R]):
     """An iterator read ahead by a daemon thread into a queue of ``depth`` items.
 
-    The thread holds only the source iterator, never this object: once the consumer calls :meth:`close` or drops
-    this object, the thread stops at its next item (it never blocks for longer than a poll interval), so a
-    consumer that stops early leaves nothing running and nothing is joined from a finalizer.
+    The thread holds only the source iterator, never this object. :meth:`close` stops the thread at its next item
+    (it never blocks for longer than a poll interval) and waits for it to close the source and end; dropping this
+    object stops it too, without waiting, and whatever is still running when the interpreter exits is stopped
+    and waited for then (see :func:`_stop_prefetchers`).
+
+    >>> ahead = Prefetched(iter(range(1000)), 4)
+    >>> next(ahead), next(ahead)
+    (0, 1)
+    >>> ahead.close()
+    >>> list(ahead), ahead.running
+    ([], False)
     """
 
     def __init__(self, source: Iterator[R], depth: int, name: str = "mergetable-prefetch") -> None:
@@ -92,7 +106,15 @@ class Prefetched(Iterator[R]):
         self._stop = threading.Event()
         self._done = False
         args = (self._queue, self._stop, lambda: source)
-        threading.Thread(target=_fill, args=args, name=name, daemon=True).start()
+        self._thread = threading.Thread(target=_fill_tracked, args=args, name=name, daemon=True)
+        with _LIVE_LOCK:
+            _LIVE[self._thread] = self._stop
+        self._thread.start()
+
+    @property
+    def running(self) -> bool:
+        """Whether the thread reading ahead is still alive."""
+        return self._thread.is_alive()
 
     def __next__(self) -> R:
         if self._done:
@@ -107,16 +129,45 @@ class Prefetched(Iterator[R]):
         return value
 
     def close(self) -> None:
-        """Stop the thread (at its next item)."""
+        """Stop the thread at its next item and wait until it has closed the source and ended."""
         self._done = True
         self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
 
     def __del__(self) -> None:
         self._stop.set()
 
 
+_LIVE: dict[threading.Thread, threading.Event] = {}
+"""The prefetching threads still running, with the event that stops each."""
+_LIVE_LOCK = threading.Lock()
+
+
+def _fill_tracked(q: queue.Queue[Any], stop: threading.Event, source: Callable[[], Iterable[Any]]) -> None:
+    """:func:`_fill` in a thread listed in :data:`_LIVE` while it runs."""
+    try:
+        _fill(q, stop, source)
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.pop(threading.current_thread(), None)
+
+
+@atexit.register
+def _stop_prefetchers() -> None:
+    """Stop every prefetching thread still running and wait for it, before the interpreter finalizes (which ends
+    daemon threads by force, aborting the process when one is inside C++ code)."""
+    with _LIVE_LOCK:
+        live = list(_LIVE.items())
+    for _, stop in live:
+        stop.set()
+    for thread, _ in live:
+        thread.join()
+
+
 def _fill(q: queue.Queue[Any], stop: threading.Event, source: Callable[[], Iterable[Any]]) -> None:
-    """Put every item of ``source()`` into ``q``, then ``_DONE`` (or the error that ended it), until ``stop``."""
+    """Put every item of ``source()`` into ``q``, then ``_DONE`` (or the error that ended it), until ``stop``; then
+    close the source's iterator (a generator's ``finally`` blocks run, a reader is released) in this thread."""
 
     def put(value: Any) -> bool:
         while not stop.is_set():
@@ -127,11 +178,20 @@ def _fill(q: queue.Queue[Any], stop: threading.Event, source: Callable[[], Itera
                 continue
         return False
 
+    items: Iterator[Any] | None = None
+    outcome: Any = _DONE
     try:
-        for item in source():
+        items = iter(source())
+        for item in items:
             if not put(item):
-                return
+                break
     except BaseException as exc:  # handed to the consumer, which raises it
-        put(_Failed(exc))
-        return
-    put(_DONE)
+        outcome = _Failed(exc)
+    try:
+        close = getattr(items, "close", None)
+        if close is not None:
+            close()
+    except BaseException as exc:
+        if outcome is _DONE:
+            outcome = _Failed(exc)
+    put(outcome)

@@ -20,7 +20,7 @@ import pyarrow as pa
 from mergetable.commit.consumers import ConsumerManager
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.snapshots import SnapshotManager, TagManager
-from mergetable.core.errors import SnapshotExpiredError, SnapshotNotFoundError
+from mergetable.core.errors import CorruptMetadataError, DataFileError, SnapshotExpiredError, SnapshotNotFoundError
 from mergetable.core.fileio import FileIO
 from mergetable.core.predicates import Conjunct
 from mergetable.core.schema import TableSchema
@@ -204,14 +204,28 @@ class ChangeStream:
         return SplitReader(self.fileio, self.schema, create_merge_function(self.schema), columns, dnf)
 
     def read_split(self, reader: SplitReader, change: ChangeSplit) -> Iterator[pa.Table]:
-        for table in read_change_split(reader, change):
-            if self.options.drop_update_before:
-                table = drop_before_images(table)
-            if table.num_rows:
-                yield table
+        try:
+            for table in read_change_split(reader, change):
+                if self.options.drop_update_before:
+                    table = drop_before_images(table)
+                if table.num_rows:
+                    yield table
+        except (DataFileError, CorruptMetadataError) as exc:
+            raise self._expired_meanwhile(change.snapshot_id) or exc from exc
 
     def read(self, start: Position, end: Position, reader: SplitReader) -> pa.Table:
-        return read_changes(reader, self.plan(start, end, reader.dnf), self.options.drop_update_before)
+        try:
+            return read_changes(reader, self.plan(start, end, reader.dnf), self.options.drop_update_before)
+        except (DataFileError, CorruptMetadataError) as exc:
+            raise self._expired_meanwhile(start.next_snapshot) or exc from exc
+
+    def _expired_meanwhile(self, first: int) -> SnapshotExpiredError | None:
+        """The error of a batch from snapshot ``first`` on whose files went missing while it was read, when an
+        expiration explains it (snapshot ``first`` is expired now); None when the table is damaged instead."""
+        earliest = self.snapshots.earliest_id()
+        if earliest is not None and first >= earliest:
+            return None
+        return self._expired(first, earliest)
 
 
 def follow(

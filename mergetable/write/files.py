@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from mergetable.core.errors import storage_full
 from mergetable.core.fileio import FileIO
 from mergetable.core.paths import PathFactory
 from mergetable.core.rowkind import is_retract
@@ -66,9 +67,12 @@ def write_kv_files(
             known = parquet_bounds(parquet, schema.file_schema)
             metas.append(_file_meta(schema, part, name, size, level, file_source, changelog, write_cols, known))
             start = end
-    except BaseException:
+    except BaseException as exc:
         # Nothing of a failed call stays behind: not the partial file, not the files written before it.
         fileio.delete_quietly(written)
+        full = storage_full(written[-1], exc) if written else None
+        if full is not None and full is not exc:
+            raise full from exc
         raise
     return metas
 

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from mergetable.core.errors import storage_full
 from mergetable.core.fileio import FileIO
 from mergetable.core.floats import order_keys
 from mergetable.core.paths import PathFactory
@@ -176,3 +177,6 @@ class RollingKvWriter:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if kind is not None:
             self.abort()
+            full = storage_full(self.written[-1], exc) if self.written and exc is not None else None
+            if full is not None and full is not exc:
+                raise full from exc

@@ -56,6 +56,7 @@ class TableWriter:
         discard: Discard,
         first_sequence: Mapping[BucketId, int] | None = None,
     ) -> None:
+        schema.check_writable()
         self.fileio = fileio
         self.schema = schema
         self.options = schema.table_options
@@ -125,6 +126,7 @@ class TableWriter:
             raise MergeError(
                 "Delete operations are disabled for this table. The table.delete.behavior is set to 'disable'."
             )
+        self.merge_function.check_kinds(k[~drop] if drop.any() else k)
         if drop.any():
             keep = pa.array(~drop)
             return table.filter(keep), kinds.filter(keep)

@@ -90,3 +90,31 @@ def test_fluss_and_fallback_aliases() -> None:
 def test_conflicting_spellings_rejected() -> None:
     with pytest.raises(OptionsError):
         TableOptions.from_map({"merge-engine": "deduplicate", "table.merge-engine": "aggregation"})
+
+
+@pytest.mark.parametrize(
+    ("options", "culprit"),
+    [
+        ({"bucket": str(10**30)}, "bucket"),
+        ({"bucket": str(2**31)}, "bucket"),
+        ({"write-buffer-size": "-5"}, "write-buffer-size"),
+        ({"write-buffer-size": str(2**63)}, "write-buffer-size"),
+        ({"write-buffer-size": "99999999999999 tb"}, "write-buffer-size"),
+        ({"write-buffer-size": "9" * 400 + ".5 mb"}, "write-buffer-size"),
+        ({"target-file-size": "-1"}, "target-file-size"),
+        ({"snapshot.num-retained.min": str(2**70)}, "snapshot.num-retained.min"),
+        ({"commit.timeout": str(10**30) + " d"}, "commit.timeout"),
+        ({"read.batch-size": str(-(2**64))}, "read.batch-size"),
+    ],
+)
+def test_absurd_integers_are_options_errors_naming_the_option(options: dict[str, str], culprit: str) -> None:
+    with pytest.raises(OptionsError) as info:
+        TableOptions.from_map(options)
+    assert info.value.option == culprit
+
+
+def test_the_largest_integers_still_parse() -> None:
+    o = TableOptions.from_map(
+        {"bucket": str(2**31 - 1), "write-buffer-size": str(2**63 - 1), "target-file-size": "1.5 kb"}
+    )
+    assert (o.bucket, o.write_buffer_size, o.target_file_size) == (2**31 - 1, 2**63 - 1, 1536)

@@ -95,6 +95,19 @@ CREATE = [
     Mistake("bucket-zero", lambda c: create(c, options={"bucket": "0"}), OptionsError, "bucket"),
     Mistake("bucket-not-a-number", lambda c: create(c, options={"bucket": "four"}), OptionsError, "bucket"),
     Mistake("bucket-dynamic", lambda c: create(c, options={"bucket": "-1"}), OptionsError, "bucket"),
+    Mistake("bucket-absurd", lambda c: create(c, options={"bucket": str(10**30)}), OptionsError, "bucket"),
+    Mistake(
+        "write-buffer-size-beyond-int64",
+        lambda c: create(c, options={"write-buffer-size": "99999999999999 tb"}),
+        OptionsError,
+        "write-buffer-size",
+    ),
+    Mistake(
+        "target-file-size-negative",
+        lambda c: create(c, options={"target-file-size": "-1"}),
+        OptionsError,
+        "target-file-size",
+    ),
     Mistake("unknown-option", lambda c: create(c, options={"buckets": "4"}), OptionsError, "buckets"),
     Mistake(
         "option-typo", lambda c: create(c, options={"changelog.producer": "input"}), OptionsError, "changelog.producer"

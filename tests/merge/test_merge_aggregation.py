@@ -3,10 +3,13 @@ Fluss delete behaviours and partial writes."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 from merge_support import commits, engine, fold, kv, make_schema, merge, rows_of, visible
 
+import mergetable as mt
 from mergetable.core.errors import MergeError
 from mergetable.merge import WRITE_MASK
 
@@ -161,3 +164,36 @@ def test_fluss_delete_restarts_every_function() -> None:
     # a partial delete restarts only its target columns
     data = kv(s, [(1, 1, 9), (1, None, None), (1, 2, 3)], ["+I", "-D", "+I"], masks=[None, ["k", "a"], None])
     assert visible(s, merge(fn, data)) == [{"k": 1, "a": 2, "b": 9}]
+
+
+NOT_NULL_OP = pa.schema([pa.field("k", pa.int64(), False), pa.field("op", pa.string(), False), ("a", pa.int64())])
+
+
+@pytest.mark.parametrize("remove_on_delete", [False, True])
+def test_a_retraction_that_could_null_a_not_null_column_is_refused_and_the_table_stays_readable(
+    tmp_path: Path, remove_on_delete: bool
+) -> None:
+    """A ``-U`` reaching a NOT NULL ``rowkind.field`` column (``last_non_null_value`` retracts it to NULL) is refused
+    at write, naming the column; the table reads as before. ``-D`` resets the row under remove-record-on-delete."""
+    options = {"merge-engine": "aggregation", "rowkind.field": "op", "fields.a.aggregate-function": "sum"}
+    if remove_on_delete:
+        options["aggregation.remove-record-on-delete"] = "true"
+    t = mt.create_table(str(tmp_path / "t"), NOT_NULL_OP, ["k"], options=options)
+    t.write(pa.table({"k": [1, 2], "op": ["+I", "+I"], "a": [5, 7]}, schema=NOT_NULL_OP))
+    with pytest.raises(MergeError, match="column 'op' is NOT NULL"):
+        t.write(pa.table({"k": [1], "op": ["-U"], "a": [2]}, schema=NOT_NULL_OP))
+    expected = [{"k": 1, "op": "+I", "a": 5}, {"k": 2, "op": "+I", "a": 7}]
+    assert t.read().sort_by("k").to_pylist() == expected
+    if remove_on_delete:
+        t.write(pa.table({"k": [2], "op": ["-D"], "a": [7]}, schema=NOT_NULL_OP))
+        assert t.read().to_pylist() == expected[:1]
+
+
+def test_retractions_stay_allowed_where_no_not_null_column_can_end_null(tmp_path: Path) -> None:
+    """``sum`` never folds non-null inputs to NULL, and nullable columns may hold NULL: both take retractions."""
+    schema = pa.schema([pa.field("k", pa.int64(), False), pa.field("a", pa.int64(), False), ("op", pa.string())])
+    options = {"merge-engine": "aggregation", "rowkind.field": "op", "fields.a.aggregate-function": "sum"}
+    t = mt.create_table(str(tmp_path / "t"), schema, ["k"], options=options)
+    t.write(pa.table({"k": [1], "a": [5], "op": ["+I"]}, schema=schema))
+    t.write(pa.table({"k": [1], "a": [2], "op": ["-U"]}, schema=schema))
+    assert t.read().to_pylist() == [{"k": 1, "a": 3, "op": None}]

@@ -52,3 +52,27 @@ def test_a_consumer_that_stops_early_leaves_no_thread_running(drop: bool) -> Non
         assert list(it) == []
     _wait_until_gone(name)
     assert _alive(name) == 0
+
+
+def test_close_waits_for_the_thread_to_close_its_source_and_end() -> None:
+    """A source stopped mid-item (a slow decode) is closed, its ``finally`` run, before ``close`` returns: nothing
+    is left running inside the source when a consumer that stopped early lets the process exit."""
+    closed = threading.Event()
+    started = threading.Event()
+
+    def source() -> Iterator[int]:
+        try:
+            for i in range(10**9):
+                if i == 3:
+                    started.set()
+                    time.sleep(0.3)  # the thread is inside an item when the consumer stops
+                yield i
+        finally:
+            closed.set()
+
+    it = Prefetched(source(), depth=2, name="prefetch-test-join")
+    assert next(it) == 0
+    assert started.wait(5)
+    it.close()
+    assert closed.is_set()
+    assert _alive("prefetch-test-join") == 0

@@ -185,3 +185,30 @@ def test_rows_per_trigger_limits_a_batch_to_whole_snapshots(three: mt.Table) -> 
     got = drain(three, **{"scan.snapshot-id": "1", "read.stream.maxRowsPerTrigger": "2"})
     assert got == [[("+I", 1, 10), ("+I", 2, 20)], [("+I", 1, 11), ("-D", 2, None)]]  # 2 rows, then 1 + 1
     assert len(drain(three, **{"scan.snapshot-id": "1", "maxRowsPerTrigger": "1"})) == 3
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_a_snapshot_expired_while_its_batch_is_read_is_a_snapshot_expired_error(
+    table_uri: str, monkeypatch: pytest.MonkeyPatch, full: bool
+) -> None:
+    """A follower without a consumer protects nothing: an expiration that runs between planning a batch and reading
+    its files deletes them. That is an expired snapshot (resume as it says), not a damaged data file."""
+    t = create(table_uri, **{"snapshot.num-retained.min": "1", "snapshot.time-retained": "1 ms"})
+    put(t, {1: 10, 2: 20})
+    put(t, {1: 11})
+    stream = t.stream({"scan.mode": "from-snapshot-full" if full else "from-snapshot", "scan.snapshot-id": "1"})
+    start = stream.initial()
+    end = stream.latest(start)
+    planned = stream.plan
+
+    def plan_then_expire(*args: Any, **kwargs: Any) -> Any:
+        splits = planned(*args, **kwargs)
+        t.compact(full=True)  # the files of snapshots 1 and 2 are rewritten ...
+        time.sleep(0.01)
+        t.expire_snapshots()  # ... and deleted with them
+        return splits
+
+    monkeypatch.setattr(stream, "plan", plan_then_expire)
+    with pytest.raises(SnapshotExpiredError, match="snapshot 1 was expired") as info:
+        stream.read(start, end, stream.reader())
+    assert info.value.snapshot_id == 1 and info.value.earliest == 3

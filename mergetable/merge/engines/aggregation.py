@@ -81,6 +81,48 @@ class Aggregation(EngineBase):
             self.functions[c] = create_function(name, c, types[c], opts, option)
             self.ignore_retract[c] = FieldOptions(c, opts).flag("ignore-retract")
 
+    def check_kinds(self, kinds: np.ndarray) -> None:
+        """A retraction (``-U``, and ``-D`` unless ``aggregation.remove-record-on-delete``) is refused while a NOT NULL
+        value column's fold could end NULL: every function but ``sum`` can (``last_value`` and
+        ``last_non_null_value`` retract to NULL, the collection functions and ``product`` keep a NULL
+        accumulator, ``ignore-retract`` leaves a key with only retractions nothing to fold), and Paimon would then
+        return NULL in a NOT NULL column; a reader could not return that row. Fluss delete behaviours are left to
+        their own rules.
+
+        >>> import pyarrow as pa
+        >>> from mergetable.core.schema import TableSchema
+        >>> schema = pa.schema([pa.field("k", pa.int64(), False), pa.field("op", pa.string(), False)])
+        >>> options = {"merge-engine": "aggregation", "rowkind.field": "op"}
+        >>> engine = Aggregation(TableSchema.create(schema, ["k"], [], options))
+        >>> engine.check_kinds(np.array([RowKind.INSERT, RowKind.UPDATE_AFTER], np.int8))
+        >>> engine.check_kinds(np.array([RowKind.UPDATE_BEFORE], np.int8))
+        Traceback (most recent call last):
+        ...
+        mergetable.core.errors.MergeError: column 'op' is NOT NULL and its aggregate function last_non_null_value ...
+        """
+        if self.delete_behavior is not None or not self._not_null_at_risk:
+            return
+        retract = kinds == RowKind.UPDATE_BEFORE if self.remove_on_delete else is_retract(kinds)
+        if not bool(np.any(retract)):
+            return
+        column = self._not_null_at_risk[0]
+        raise MergeError(
+            f"column '{column}' is NOT NULL and its aggregate function {self.functions[column].name} can leave it "
+            f"NULL after a retraction (a -U{'' if self.remove_on_delete else ' or -D'} record): the write is "
+            "refused. Make the column nullable, or write no retractions to this table"
+        )
+
+    @property
+    def _not_null_at_risk(self) -> list[str]:
+        """The NOT NULL value columns whose fold can end NULL once a retraction reaches it."""
+        return [
+            c
+            for c in self.value_columns
+            if not self.nullable.get(c, True)
+            and c not in self.schema.primary_keys
+            and (self.functions[c].name != "sum" or self.ignore_retract[c])
+        ]
+
     @staticmethod
     def validate(schema: TableSchema) -> None:
         """Create-time checks specific to the aggregation engine."""

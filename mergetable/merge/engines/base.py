@@ -65,6 +65,9 @@ class EngineBase:
         """See :meth:`MergeFunction.survivors`: None, the merge computes its rows."""
         return None
 
+    def check_kinds(self, kinds: np.ndarray) -> None:
+        """See :meth:`MergeFunction.check_kinds`: every row kind is accepted."""
+
     # -- deletes ------------------------------------------------------------------------------------
     def drop_deletes(self, rows: pa.Table, *, ignore: bool) -> pa.Table:
         """Apply ``table.delete.behavior`` / ``ignore-update-before`` and, if ``ignore``, drop retractions."""
