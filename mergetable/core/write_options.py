@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Self
 
 from mergetable.core.errors import OptionsError
-from mergetable.core.option_map import OptionMap
-from mergetable.core.options import TableOptions, normalize_option_keys, parse_list
+from mergetable.core.option_map import OptionMap, unknown_option
+from mergetable.core.options import TABLE_OPTION_KEYS, TableOptions, normalize_option_keys, parse_list
 from mergetable.core.read_options import READ_OPTION_KEYS
 from mergetable.core.storage import STORAGE_JSON, STORAGE_PREFIX, storage_options
 from mergetable.core.txn import Txn, make_txn
@@ -79,6 +79,8 @@ class WriteOptions:
                 continue
             if k in read_keys:
                 raise OptionsError(k, "is a read option; it has no meaning for a write")
+            if k not in TABLE_OPTION_KEYS and not k.startswith("fields."):
+                raise unknown_option(k, [*TABLE_OPTION_KEYS, *WRITE_KEYS])
             table[restore_field_case(k, columns)] = v
         if table:
             TableOptions.from_map(table)  # unknown or malformed table options fail here, by name

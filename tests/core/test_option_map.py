@@ -11,6 +11,7 @@ from mergetable.core.option_map import PAIMON_UNSUPPORTED_OPTIONS, OptionMap, lo
 from mergetable.core.options import TABLE_OPTION_KEYS, TableOptions
 from mergetable.core.read_options import ReadRequest
 from mergetable.core.schema import TableSchema, check_column
+from mergetable.core.write_options import WriteOptions
 
 
 def test_keys_match_in_any_case_and_values_stay_text() -> None:
@@ -54,6 +55,16 @@ def test_table_options_suggest_and_name_unsupported_paimon_options() -> None:
     with pytest.raises(OptionsError, match=r"Paimon option 'deletion-vectors\.enabled' is not supported") as info:
         TableOptions.from_map({"deletion-vectors.enabled": "true"})
     assert info.value.option == "deletion-vectors.enabled"
+
+
+def test_write_options_suggest_write_and_table_options() -> None:
+    with pytest.raises(OptionsError, match=r"'primary-kye': unknown option \(did you mean 'primary-key'\?\)"):
+        WriteOptions.parse({"path": "/t", "primary-kye": "id"}, ["id"])
+    with pytest.raises(OptionsError, match=r"'deletion-vectors\.enabled': Paimon option .* is not supported"):
+        WriteOptions.parse({"path": "/t", "Deletion-Vectors.Enabled": "true"}, ["id"])
+    assert WriteOptions.parse({"PATH": "/t", "Primary-Key": "id", "Bucket": "2"}, ["id"]).table_options == {
+        "bucket": "2"
+    }
 
 
 def test_read_request_reads_its_options_through_the_map() -> None:
