@@ -22,16 +22,15 @@ from mergetable.compaction.job import CompactionJob, Executor, Progress
 from mergetable.core.errors import (
     AlreadyCommittedError,
     MergeTableError,
-    SchemaError,
     TableExistsError,
     TableNotFoundError,
 )
 from mergetable.core.fileio import FileIO
 from mergetable.core.filters import bind_filters
 from mergetable.core.options import DEFAULT_SPLIT_SIZE
-from mergetable.core.predicates import Filters
+from mergetable.core.predicates import Conjunct, Filters
 from mergetable.core.read_options import ReadArgs, ReadRequest, Timestamp, TimeTravel
-from mergetable.core.schema import TableSchema
+from mergetable.core.schema import TableSchema, check_column
 from mergetable.core.txn import Txn, make_txn
 from mergetable.dml.api import RowLevelOperations
 from mergetable.interop.views import DataViews
@@ -288,8 +287,7 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
             >>> t.resolve_snapshot(timestamp_ms=t.snapshot(1).time_millis).id
             1
         """
-        travel = TimeTravel.of(snapshot_id, timestamp_ms, tag, version)
-        return resolve_travel(self._snapshots, self._tags, travel)
+        return self.resolve_travel(TimeTravel.of(snapshot_id, timestamp_ms, tag, version))
 
     def restore(
         self, snapshot_id: int | None = None, timestamp_ms: int | None = None, tag: str | None = None
@@ -310,8 +308,8 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
     def system_table(self, name: str, **time_travel: Any) -> pa.Table:
         """Paimon's system table ``name`` (``snapshots``, ``files``, ``tags``, ...) as an Arrow table.
 
-        ``time_travel``: ``snapshot_id``, ``tag`` or ``timestamp_ms`` for the tables that have it; see
-        ``docs/evolution.md``.
+        ``time_travel``: one of ``snapshot_id``, ``tag``, ``timestamp_ms`` and ``version`` (as in :meth:`read`),
+        for the tables that have it; see ``docs/evolution.md``.
 
         Example:
             >>> t.system_table("snapshots").column("snapshot_id").to_pylist()
@@ -337,10 +335,14 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
             ([((), 0)], 0)
         """
         args.setdefault("split_size", target_split_size)
-        return self._plan(ReadRequest.of(filter=filter, **args), sections, key_ranges)
+        request = ReadRequest.of(filter=filter, **args)
+        return self.plan_bound(request, bind_filters(request.filter, self.schema), sections, key_ranges)
 
-    def _plan(self, request: ReadRequest, sections: Sections = "all", key_ranges: bool = True) -> list[Split]:
-        dnf = bind_filters(request.filter, self.schema)
+    def plan_bound(
+        self, request: ReadRequest, dnf: list[Conjunct] | None, sections: Sections = "all", key_ranges: bool = True
+    ) -> list[Split]:
+        """:meth:`plan` of a validated ``request`` whose filter is already bound to :attr:`schema` as ``dnf``
+        (``core.filters.bind_filters``), for front ends that validate and bind once (the Spark reader)."""
         store = (self._manifests, self._snapshots, self._tags)
         return plan_request(*store, self.table_schema, request, dnf, sections, key_ranges)
 
@@ -351,10 +353,8 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
             >>> next(t.split_reader(["v"]).read_splits(t.plan())).to_pydict()
             {'v': ['a', 'B']}
         """
-        if columns is not None:
-            for c in columns:
-                if c not in self.table_schema.column_names:
-                    raise SchemaError("column not found in table schema", c)
+        for c in columns or ():
+            check_column(c, self.table_schema.column_names)
         dnf = bind_filters(filter, self.schema)
         return SplitReader(self.fileio, self.table_schema, self.merge_function, columns, dnf)
 
@@ -403,7 +403,7 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
         if snap is not None and snap.schema_id != self.table_schema.id:
             return self.as_of_schema(snap.schema_id)._reader(request, ahead, sized)
         reader = self.split_reader(request.columns, request.filter)
-        splits = self._plan(request, key_ranges=sized or in_process_key_ranges())
+        splits = self.plan_bound(request, reader.dnf, key_ranges=sized or in_process_key_ranges())
         return pa.RecordBatchReader.from_batches(reader.out_schema, reader.batches(splits, ahead=ahead))
 
     def as_of_schema(self, schema_id: int) -> Table:

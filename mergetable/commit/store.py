@@ -18,11 +18,12 @@ from mergetable.commit.maintenance import ExpireResult, expire_policy, expire_sn
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.rollback import RollbackResult, expire_tags, retained_ms, rollback_to
 from mergetable.commit.snapshots import SnapshotManager, TagManager
+from mergetable.commit.travel import resolve_travel
 from mergetable.core.errors import MergeTableError
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import TableOptions
 from mergetable.core.paths import PathFactory
-from mergetable.core.read_options import Timestamp
+from mergetable.core.read_options import Timestamp, TimeTravel
 from mergetable.core.schema import TableSchema
 from mergetable.merge import MergeFunction, create_merge_function
 from mergetable.metadata.models import DataFileMeta, ManifestEntry, Snapshot, Tag
@@ -209,6 +210,16 @@ class TableStore:
             2
         """
         return self._snapshots.load(snapshot_id)
+
+    def resolve_travel(self, travel: TimeTravel) -> Snapshot | None:
+        """The snapshot a read with ``travel`` uses (the latest when none is given; None for an empty table),
+        resolved by :func:`mergetable.commit.travel.resolve_travel`.
+
+        Example:
+            >>> t.resolve_travel(TimeTravel(version="1")).id
+            1
+        """
+        return resolve_travel(self._snapshots, self._tags, travel)
 
     def find_commit(self, commit_user: str, identifier: int, after_snapshot_id: int | None = None) -> Snapshot | None:
         """The snapshot newer than ``after_snapshot_id`` that ``commit_user`` made with ``identifier``, if any.

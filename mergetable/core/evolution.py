@@ -27,13 +27,15 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from mergetable.core.errors import ImmutableOptionError, OptionsError, SchemaChangeError
+from mergetable.core.errors import ImmutableOptionError, SchemaChangeError
+from mergetable.core.option_map import unknown_option
 from mergetable.core.options import TableOptions, parse_bool
 from mergetable.core.schema import (
     RESERVED_PREFIXES,
     DataField,
     TableSchema,
     arrow_to_type_json,
+    check_column,
     normalize_arrow_type,
     type_json_to_arrow,
 )
@@ -269,10 +271,8 @@ def _renamed(name: str, renames: dict[str, str]) -> str:
 
 
 def _index(fields: list[DataField], name: str) -> int:
-    for i, f in enumerate(fields):
-        if f.name == name:
-            return i
-    raise SchemaChangeError(f"column not found in table schema {[f.name for f in fields]}", name)
+    names = [f.name for f in fields]
+    return names.index(check_column(name, names, error=SchemaChangeError))
 
 
 def _check_new_name(fields: list[DataField], name: str) -> None:
@@ -350,7 +350,7 @@ def _update_nullability(
 def _check_option_change(options: dict[str, str], key: str, value: str | None, has_snapshots: bool) -> None:
     """Paimon's ``checkAlterTableOption`` / ``checkResetTableOption``, with our immutable list."""
     if value is None and not key.startswith("fields.") and key not in _known_keys():
-        raise OptionsError(key, "unknown option")
+        raise unknown_option(key, _known_keys())
     if not has_snapshots:
         return
     if key in IMMUTABLE_OPTIONS and options.get(key) != value:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from mergetable.core import arguments
 from mergetable.core.errors import OptionsError
 from mergetable.core.names import check_name_option
+from mergetable.core.option_map import unknown_option
 from mergetable.core.stats_mode import DEFAULT_STATS_MODE, StatsMode, parse_stats_mode
 
 
@@ -345,6 +346,12 @@ class TableOptions(BaseModel):
         return TableOptions.from_map({**self.to_map(), **overrides})
 
 
+#: Every table option key (Paimon's names and the accepted other spellings), for suggestions.
+TABLE_OPTION_KEYS = frozenset(
+    {*(info.alias or name for name, info in TableOptions.model_fields.items() if name != "field_options"),
+     *_FALLBACK_KEYS}
+)  # fmt: skip
+
 _DURATION_FIELDS = frozenset(
     {
         "commit_timeout",
@@ -409,7 +416,7 @@ def _options_error(exc: ValidationError, plain: dict[str, str]) -> OptionsError:
     err = exc.errors()[0]
     loc = str(err["loc"][0]) if err["loc"] else "?"
     if err["type"] == "extra_forbidden":
-        return OptionsError(loc, "unknown option")
+        return unknown_option(loc, TABLE_OPTION_KEYS)
     alias = next(
         (info.alias for name, info in TableOptions.model_fields.items() if loc in (name, info.alias)),
         loc,
@@ -421,6 +428,7 @@ def _options_error(exc: ValidationError, plain: dict[str, str]) -> OptionsError:
 
 
 __all__ = [
+    "TABLE_OPTION_KEYS",
     "ChangelogProducer",
     "DeleteBehavior",
     "MergeEngine",

@@ -19,6 +19,7 @@ import pyarrow as pa
 from mergetable.core.errors import ArgumentError, SchemaError
 from mergetable.core.floats import collapse_zero, decode_float, encode_float, order_key
 from mergetable.core.hashing import bucket_of
+from mergetable.core.schema import check_column
 
 Predicate = tuple[str, str, Any]
 Conjunct = list[Predicate]
@@ -48,8 +49,7 @@ def normalize_filters(filters: Filters | None, schema: pa.Schema) -> list[Conjun
             if not isinstance(pred, tuple) or len(pred) != 3:
                 raise SchemaError(f"filter {pred!r} is not a (column, op, value) tuple")
             col, op, _ = pred
-            if col not in schema.names:
-                raise SchemaError("filter column not found in table schema", col)
+            check_column(col, schema.names, "filter column")
             if op not in _OPS:
                 raise SchemaError(f"unknown filter operator '{op}' (expected one of {sorted(_OPS)})", col)
     return dnf

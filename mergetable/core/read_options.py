@@ -34,6 +34,7 @@ from typing import Any, TypedDict
 
 from mergetable.core.arguments import unknown_keywords
 from mergetable.core.errors import OptionsError
+from mergetable.core.option_map import OptionMap
 from mergetable.core.options import DEFAULT_SPLIT_SIZE, parse_list, parse_memory_size
 from mergetable.core.predicates import Conjunct, Filters
 
@@ -196,14 +197,11 @@ class ReadRequest:
         >>> ReadRequest.from_options({"versionAsOf": "3", "columns": "id, v"}).travel.version
         '3'
         """
-        opts = {str(k).lower(): str(v) for k, v in options.items()}
+        opts = OptionMap.of(options)
         found: dict[str, tuple[str, str]] = {}  # canonical -> (key as spelled, value)
         for canonical, aliases in READ_OPTIONS.items():
-            for key in (canonical, *aliases):
-                if key in opts:
-                    if canonical in found and found[canonical][1] != opts[key]:
-                        raise OptionsError(key, f"conflicts with another spelling of '{canonical}'")
-                    found[canonical] = (key, opts[key])
+            if (hit := opts.first(canonical, *aliases)) is not None:
+                found[canonical] = hit
         travel_keys = sorted(k for k in found if k in TIME_TRAVEL_OPTIONS)
         if len(travel_keys) > 1:
             raise OptionsError(travel_keys[1], f"give only one time-travel option, got {travel_keys}")

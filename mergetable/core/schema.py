@@ -19,6 +19,7 @@ import pyarrow as pa
 from mergetable.core import arguments
 from mergetable.core.errors import SchemaError, UnsupportedError
 from mergetable.core.model import JsonModel, Versioned
+from mergetable.core.option_map import did_you_mean
 from mergetable.core.options import TableOptions, normalize_option_keys
 
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
@@ -158,6 +159,25 @@ def type_json_to_arrow(tj: TypeJson) -> tuple[pa.DataType, bool]:
     raise SchemaError(f"unknown or unsupported type '{tj}'")
 
 
+def check_column(
+    name: str, columns: Sequence[str], what: str = "column", error: type[SchemaError] = SchemaError
+) -> str:
+    """``name`` when it is one of ``columns`` (a table's); else ``error`` naming it, listing the columns and
+    suggesting the nearest. The one check of "is this a column of the table".
+
+    >>> check_column("amount", ["id", "amount"])
+    'amount'
+    >>> check_column("amout", ["id", "amount"], "filter column")
+    Traceback (most recent call last):
+    ...
+    mergetable.core.errors.SchemaError: column 'amout': filter column is not in the table schema ['id', 'amount'] \
+(did you mean 'amount'?)
+    """
+    if name in columns:
+        return name
+    raise error(f"{what} is not in the table schema {list(columns)}{did_you_mean(str(name), columns)}", str(name))
+
+
 class DataField(JsonModel):
     id: int
     name: str
@@ -202,8 +222,7 @@ class TableSchema(Versioned):
             raise UnsupportedError("a primary key is required (append-only tables are not supported)")
         for kind, cols in (("primary key", pk), ("partition key", parts)):
             for c in cols:
-                if c not in names:
-                    raise SchemaError(f"{kind} column not found in schema {names}", c)
+                check_column(c, names, f"{kind} column")
             if len(set(cols)) != len(cols):
                 raise SchemaError(f"{kind} lists a column twice: {list(cols)}")
         missing = [p for p in parts if p not in pk]
@@ -242,8 +261,7 @@ class TableSchema(Versioned):
         names = self.column_names
         trimmed = self.trimmed_primary_keys
         for c in opts.bucket_key:
-            if c not in names:
-                raise SchemaError("bucket-key column not found in schema", c)
+            check_column(c, names, "bucket-key column")
             if c not in trimmed:
                 raise SchemaError(
                     f"bucket-key must be a subset of the primary key without partition keys {list(trimmed)}", c
@@ -256,8 +274,7 @@ class TableSchema(Versioned):
                 raise SchemaError(f"Sequence field '{c}' is defined repeatedly.", c)
             seen.add(c)
         if opts.rowkind_field is not None:
-            if opts.rowkind_field not in names:
-                raise SchemaError("rowkind.field column not found in schema", opts.rowkind_field)
+            check_column(opts.rowkind_field, names, "rowkind.field column")
             if self.arrow_type(opts.rowkind_field) != pa.string():
                 raise SchemaError("rowkind.field must be a STRING column", opts.rowkind_field)
 
@@ -329,11 +346,12 @@ class TableSchema(Versioned):
         system = [pa.field(SEQUENCE_NUMBER, pa.int64(), False), pa.field(VALUE_KIND, pa.int8(), False)]
         return pa.schema(keys + system + rest)
 
+    def field(self, column: str, what: str = "column") -> DataField:
+        """The field of ``column``; :class:`SchemaError` naming it (see :func:`check_column`) when there is none."""
+        return self.fields[self.column_names.index(check_column(column, self.column_names, what))]
+
     def arrow_type(self, column: str) -> pa.DataType:
-        try:
-            return self.arrow_schema.field(column).type
-        except KeyError:
-            raise SchemaError("column not found in table schema", column) from None
+        return self.arrow_schema.field(check_column(column, self.column_names)).type
 
     def with_options(self, options: dict[str, str]) -> TableSchema:
         """A copy with other options (validated; derived views are recomputed, not copied)."""
@@ -366,6 +384,7 @@ __all__ = [
     "DataField",
     "TableSchema",
     "arrow_to_type_json",
+    "check_column",
     "normalize_arrow_type",
     "type_json_to_arrow",
 ]

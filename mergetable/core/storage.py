@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from mergetable.core.errors import OptionsError
+from mergetable.core.option_map import OptionMap
 
 STORAGE_PREFIX = "storage."
 STORAGE_JSON = "storage-options"
@@ -40,7 +41,7 @@ def storage_options(options: Mapping[str, str]) -> dict[str, Any] | None:
     >>> storage_options({"path": "s3://b/t", "storage.anon": "true", "storage-options": '{"key": "k"}'})
     {'key': 'k', 'anon': True}
     """
-    opts = {str(k).lower(): str(v) for k, v in options.items()}
+    opts = OptionMap.of(options)
     out: dict[str, Any] = {}
     if STORAGE_JSON in opts:
         try:

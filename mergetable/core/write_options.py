@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Self
 
 from mergetable.core.errors import OptionsError
-from mergetable.core.options import TableOptions, normalize_option_keys, parse_list
+from mergetable.core.option_map import OptionMap, unknown_option
+from mergetable.core.options import TABLE_OPTION_KEYS, TableOptions, normalize_option_keys, parse_list
 from mergetable.core.read_options import READ_OPTION_KEYS
 from mergetable.core.storage import STORAGE_JSON, STORAGE_PREFIX, storage_options
 from mergetable.core.txn import Txn, make_txn
@@ -43,12 +44,8 @@ WRITE_TUNABLES = frozenset(
 )
 
 
-def _lower(options: Mapping[str, str]) -> dict[str, str]:
-    return {str(k).lower(): str(v) for k, v in options.items()}
-
-
 def table_uri(options: Mapping[str, str]) -> str:
-    uri = _lower(options).get("path")
+    uri = OptionMap.of(options).get("path")
     if not uri:
         raise OptionsError("path", "no table location: give the 'path' option (Spark: .load(uri) / .save(uri))")
     return uri
@@ -74,15 +71,16 @@ class WriteOptions:
 
         ``read_keys`` are refused by name (they have no meaning for a write).
         """
-        opts = _lower(options)
-        pk = _first(opts, PRIMARY_KEY_KEYS)
-        parts = _first(opts, PARTITION_KEYS)
+        opts = OptionMap.of(options)
+        pk, parts = opts.first(*PRIMARY_KEY_KEYS), opts.first(*PARTITION_KEYS)
         table: dict[str, str] = {}
         for k, v in opts.items():
             if k in WRITE_KEYS or k.startswith(STORAGE_PREFIX):
                 continue
             if k in read_keys:
                 raise OptionsError(k, "is a read option; it has no meaning for a write")
+            if k not in TABLE_OPTION_KEYS and not k.startswith("fields."):
+                raise unknown_option(k, [*TABLE_OPTION_KEYS, *WRITE_KEYS])
             table[restore_field_case(k, columns)] = v
         if table:
             TableOptions.from_map(table)  # unknown or malformed table options fail here, by name
@@ -90,8 +88,8 @@ class WriteOptions:
         return cls(
             uri=table_uri(opts),
             storage=storage_options(opts),
-            primary_key=parse_list(pk) if pk is not None else None,
-            partition_keys=parse_list(parts) if parts is not None else None,
+            primary_key=parse_list(pk[1]) if pk is not None else None,
+            partition_keys=parse_list(parts[1]) if parts is not None else None,
             row_kind_column=_restore_column(ROW_KIND_COLUMN, rk.strip(), columns) if rk else None,
             table_options=table,
             txn=make_txn(opts.get(TXN_APP_ID), opts.get(TXN_VERSION), "txnAppId", "txnVersion"),
@@ -130,13 +128,6 @@ class WriteOptions:
         if overrides:
             existing.with_overrides(overrides)  # validate
         return overrides
-
-
-def _first(opts: dict[str, str], keys: tuple[str, ...]) -> str | None:
-    found = [k for k in keys if k in opts]
-    if len(found) > 1 and len({opts[k] for k in found}) > 1:
-        raise OptionsError(found[1], f"conflicts with '{found[0]}'")
-    return opts[found[0]] if found else None
 
 
 def _restore_column(key: str, name: str, columns: list[str]) -> str:

@@ -24,7 +24,7 @@ import pyarrow.fs as pafs
 from mergetable.core.errors import SchemaError
 from mergetable.core.predicates import Filters, candidate_buckets, comparable
 from mergetable.core.read_options import Timestamp
-from mergetable.core.schema import TableSchema
+from mergetable.core.schema import TableSchema, check_column
 from mergetable.metadata.models import DataFileMeta, Snapshot
 from mergetable.read.parallel import in_process_key_ranges
 from mergetable.read.reader import SplitReader
@@ -93,8 +93,7 @@ class TableScan:
         if isinstance(columns, str):
             raise SchemaError(f"argument 'columns': expected a list of column names, got the string {columns!r}")
         for c in columns:
-            if c not in self.schema.names:
-                raise SchemaError("column not found in table schema", c)
+            check_column(c, self.schema.names)
         return list(columns)
 
     def splits(self, dnf: Filters | None = None, expression: pc.Expression | None = None) -> list[Split]:

@@ -27,6 +27,7 @@ from typing import TypeVar
 
 from mergetable.commit.consumers import check_consumer_id
 from mergetable.core.errors import MergeTableError, OptionsError
+from mergetable.core.option_map import lower_keys
 from mergetable.core.options import parse_bool, parse_duration_ms
 from mergetable.core.read_options import to_epoch_millis
 
@@ -84,10 +85,6 @@ INCREMENTAL_KEYS = frozenset(
 _MODE_NAMES = {"full": ScanMode.LATEST_FULL}
 
 
-def _lower(options: Mapping[str, object]) -> dict[str, str]:
-    return {str(k).strip().lower(): str(v) for k, v in options.items() if v is not None}
-
-
 def _one(opts: dict[str, str], keys: tuple[str, ...]) -> tuple[str, str] | None:
     found = [(k, opts[k]) for k in keys if k in opts]
     if len(found) > 1:
@@ -132,7 +129,7 @@ class StreamOptions:
         ...
         mergetable.core.errors.OptionsError: option 'scan.snapshot-id': has no meaning with scan.mode 'latest'
         """
-        opts = _lower(options)
+        opts = lower_keys(options)
         raw_mode = opts.get("scan.mode", "default").strip().lower()
         try:
             mode = _MODE_NAMES.get(raw_mode) or ScanMode(raw_mode)
@@ -224,7 +221,7 @@ class IncrementalOptions:
     @classmethod
     def parse(cls, options: Mapping[str, object]) -> IncrementalOptions | None:
         """None when no incremental range is given; a mode alone is an error naming it."""
-        opts = _lower(options)
+        opts = lower_keys(options)
         between = _one(opts, ("incremental-between", "scan.incremental-between"))
         stamps = opts.get("incremental-between-timestamp")
         mode = parse_incremental_mode(opts.get("incremental-between-scan-mode", "auto"))

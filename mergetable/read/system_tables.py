@@ -7,8 +7,9 @@ Values print the way Paimon prints them: partitions of ``$files``, ``$manifests`
 ``{v1, v2}``, of ``$partitions`` as ``k1=v1/k2=v2``, keys as ``[k1, k2]``, per-column statistics as
 ``{col=value, ...}`` and tag retention as an ISO-8601 duration (``PT1H``).
 
-Time travel (``snapshot_id``, ``tag`` or ``timestamp_ms``) applies where Paimon honours ``scan.*`` options:
-``$files``, ``$manifests``, ``$partitions`` and ``$buckets``. The others describe the table as it is.
+Time travel (``snapshot_id``, ``tag``, ``timestamp_ms`` or ``version``, as in ``Table.read``) applies where
+Paimon honours ``scan.*`` options: ``$files``, ``$manifests``, ``$partitions`` and ``$buckets``. The others
+describe the table as it is.
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ from mergetable.commit.operation import operation_of
 from mergetable.commit.rollback import iso_duration
 from mergetable.commit.schemas import SchemaManager
 from mergetable.commit.snapshots import SnapshotManager, TagManager
-from mergetable.core.errors import MergeTableError, SnapshotNotFoundError, UnsupportedError
+from mergetable.commit.travel import resolve_travel
+from mergetable.core.errors import SnapshotNotFoundError, UnsupportedError
 from mergetable.core.fileio import FileIO
 from mergetable.core.paths import CONSUMER_PREFIX, PathFactory
+from mergetable.core.read_options import Timestamp, TimeTravel
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import ConsumerProgress, ManifestEntry, Snapshot
 
@@ -161,17 +164,6 @@ class _Context:
         self.fileio, self.schema = fileio, schema
         self.snapshots, self.tags, self.manifests = SnapshotManager(fileio), TagManager(fileio), ManifestIO(fileio)
         self.paths = PathFactory.for_table(fileio.root, schema)
-
-    def snapshot(self, snapshot_id: int | None, tag: str | None, timestamp_ms: int | None) -> Snapshot | None:
-        if sum(x is not None for x in (snapshot_id, tag, timestamp_ms)) > 1:
-            raise MergeTableError("give at most one of snapshot_id, tag and timestamp_ms")
-        if snapshot_id is not None:
-            return self.snapshots.load(int(snapshot_id))
-        if tag is not None:
-            return self.tags.get(tag).to_snapshot()
-        if timestamp_ms is not None:
-            return self.snapshots.at_or_before(int(timestamp_ms))
-        return self.snapshots.latest()
 
     def schema_of(self, schema_id: int) -> TableSchema:
         if schema_id == self.schema.id:
@@ -359,22 +351,27 @@ def system_table(
     fileio: FileIO,
     schema: TableSchema,
     name: str,
-    snapshot_id: int | None = None,
+    snapshot_id: int | str | None = None,
     tag: str | None = None,
-    timestamp_ms: int | None = None,
+    timestamp_ms: Timestamp | None = None,
+    version: int | str | None = None,
 ) -> pa.Table:
-    """The system table ``name`` (with or without the leading ``$``) as an Arrow table."""
+    """The system table ``name`` (with or without the leading ``$``) as an Arrow table.
+
+    At most one of ``snapshot_id``, ``tag``, ``timestamp_ms`` and ``version`` (as in ``Table.read``), resolved
+    by :func:`mergetable.commit.travel.resolve_travel`, for the tables that have time travel.
+    """
     key = name.removeprefix("$").lower()
     if key not in _BUILDERS:
         raise UnsupportedError(f"unknown system table '{name}' (known: {', '.join(SYSTEM_TABLES)})")
-    travel = any(x is not None for x in (snapshot_id, tag, timestamp_ms))
-    if travel and key not in TIME_TRAVEL_TABLES:
+    travel = TimeTravel.of(snapshot_id, timestamp_ms, tag, version)
+    if travel.given and key not in TIME_TRAVEL_TABLES:
         raise UnsupportedError(
             f"system table '{key}' has no time travel (only {', '.join(sorted(TIME_TRAVEL_TABLES))} have)"
         )
     ctx = _Context(fileio, schema)
-    snap = ctx.snapshot(snapshot_id, tag, timestamp_ms) if key in TIME_TRAVEL_TABLES else None
-    if travel and snap is None:
+    snap = resolve_travel(ctx.snapshots, ctx.tags, travel) if key in TIME_TRAVEL_TABLES else None
+    if travel.given and snap is None:
         raise SnapshotNotFoundError("no snapshot to travel to")
     target = SCHEMAS[key]
     rows = _BUILDERS[key](ctx, snap)

@@ -17,6 +17,7 @@ from pyspark.sql.pandas.functions import arrow_udf
 
 from mergetable.core.errors import OptionsError
 from mergetable.core.hashing import bucket_of
+from mergetable.core.option_map import OptionMap
 from mergetable.core.predicates import Filters
 from mergetable.core.schema import TableSchema
 from mergetable.core.txn import make_txn
@@ -69,7 +70,7 @@ def register_view(
 
 def session_modes(spark: SparkSession, opts: dict[str, str], overwrite: bool) -> None:
     """Pass the session's ``partitionOverwriteMode`` and ``caseSensitive`` to a write unless it sets them."""
-    given = {k.lower() for k in opts}
+    given = OptionMap.of(opts)
     if overwrite and "partitionoverwritemode" not in given:
         opts["partitionOverwriteMode"] = str(spark.conf.get("spark.sql.sources.partitionOverwriteMode", "static"))
     if "casesensitive" not in given:

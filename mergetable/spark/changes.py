@@ -32,7 +32,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StringType, StructField, StructType
 
 from mergetable.core.errors import OptionsError
-from mergetable.core.options import parse_bool
+from mergetable.core.option_map import OptionMap
 from mergetable.core.predicates import Conjunct
 from mergetable.core.rowkind import ROW_KIND_COLUMN
 from mergetable.read.change_api import AUDIT_ROW_KIND
@@ -49,13 +49,9 @@ READ_CHANGELOG = "read.changelog"
 
 def wants_changes(options: Mapping[str, str]) -> bool:
     """Whether a read asks for change rows (a ``_row_kind`` column)."""
-    opts = {str(k).lower(): str(v) for k, v in options.items()}
-    for key in READ_CHANGELOG_KEYS:
-        if key in opts:
-            try:
-                return parse_bool(opts[key])
-            except ValueError as exc:
-                raise OptionsError(key, str(exc)) from None
+    opts = OptionMap.of(options)
+    if (given := opts.first(*READ_CHANGELOG_KEYS)) is not None:
+        return opts.flag(given[0])
     time_travel_too = {"scan.snapshot-id", "scan.timestamp-millis", "scan.timestamp", "scan.tag-name"}
     return any(k in opts for k in CHANGE_KEYS - time_travel_too - set(READ_CHANGELOG_KEYS))
 

@@ -20,6 +20,7 @@ they leave NaN out).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from functools import reduce
@@ -32,8 +33,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from mergetable.core.filters import bind_filters
+from mergetable.core.option_map import OptionMap
 from mergetable.core.predicates import Conjunct, columns_of
-from mergetable.core.read_options import TIME_TRAVEL_KEYS
+from mergetable.core.read_options import TIME_TRAVEL_KEYS, TimeTravel
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, normalize_arrow_type
 from mergetable.read.datafile import records_bounds
 from mergetable.read.scan import Sections, Split
@@ -77,7 +79,7 @@ def native_type(t: pa.DataType) -> bool:
 def native_read(spark: SparkSession, uri: str, options: Mapping[str, str]) -> DataFrame | None:
     """The read of ``options`` (data source options, ``path`` apart) with its raw-convertible sections read by
     Spark's Parquet reader; None when that does not apply (see the module docstring)."""
-    lowered = {str(k).lower(): str(v) for k, v in options.items()}
+    lowered = OptionMap.of(options)
     if RESOLVE_SNAPSHOT in lowered or wants_changes(lowered) or SystemRead.of({**lowered, "path": uri}) is not None:
         return None
     opts = ReadOptions.parse({**lowered, "path": uri})
@@ -95,7 +97,7 @@ def native_read(spark: SparkSession, uri: str, options: Mapping[str, str]) -> Da
     names = [*table.schema.names, SEQUENCE_NUMBER, VALUE_KIND]  # the columns a data file holds
     if not all(native_type(table.schema.field(c).type) for c in needed) or _clashing(spark, names):
         return None
-    raw = _raw_paths(table, _plan(table, opts, snapshot_id, "raw"))
+    raw = _raw_paths(table, _plan(table, opts, dnf, snapshot_id, "raw"))
     if not raw or any(_UNSAFE_PATH.search(p) for p in raw):
         return None
     floats = [c for c in needed if pa.types.is_floating(table.schema.field(c).type)]
@@ -107,7 +109,7 @@ def native_read(spark: SparkSession, uri: str, options: Mapping[str, str]) -> Da
         rows = rows.where(spark_filter(dnf, stored))
     if columns != stored.fieldNames():
         rows = rows.select(*[F.col(_quoted(c)) for c in columns])
-    if not _plan(table, opts, snapshot_id, "merged"):
+    if not _plan(table, opts, dnf, snapshot_id, "merged"):
         return rows
     merged = {k: v for k, v in lowered.items() if k not in TIME_TRAVEL_KEYS}
     merged.update({"snapshot-id": str(snapshot_id), "sections": "merged"})
@@ -140,9 +142,12 @@ def spark_filter(dnf: list[Conjunct], schema: T.StructType) -> Column:
     return F.coalesce(reduce(lambda a, b: a | b, conjuncts), F.lit(False))
 
 
-def _plan(table: Table, opts: ReadOptions, snapshot_id: int, sections: Sections) -> list[Split]:
+def _plan(
+    table: Table, opts: ReadOptions, dnf: list[Conjunct] | None, snapshot_id: int, sections: Sections
+) -> list[Split]:
     """The sections' splits, whole: their files are all that is wanted, not key ranges cut by statistics."""
-    return table.plan(opts.request.filter, _WHOLE, sections, snapshot_id=snapshot_id)
+    pinned = dataclasses.replace(opts.request, travel=TimeTravel(snapshot_id=snapshot_id), split_size=_WHOLE)
+    return table.plan_bound(pinned, dnf, sections)
 
 
 def _parquet(spark: SparkSession, schema: T.StructType, paths: Sequence[str]) -> DataFrame:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mergetable.core.errors import OptionsError
+from mergetable.core.option_map import OptionMap
 from mergetable.core.read_options import READ_OPTION_KEYS, TIME_TRAVEL_OPTIONS, ReadRequest, parse_filter
 from mergetable.core.storage import STORAGE_JSON, STORAGE_PREFIX, storage_options
 from mergetable.core.write_options import WRITE_KEYS, WRITE_TUNABLES, restore_field_case, table_uri
@@ -24,6 +25,8 @@ from mergetable.spark.write_modes import MODE_KEYS
 
 _SPARK_READ_KEYS = ("path", "pushdown", "batch-size", "sections")
 _SECTIONS = ("all", "merged")
+#: Values of the ``pushdown`` read option.
+PUSHDOWN_VALUES = ("auto", "true", "false")
 #: Default rows per Arrow batch a Spark reader yields (``batch-size``).
 DEFAULT_BATCH_SIZE = 256 * 1024
 #: Paimon Spark's switch for change rows, and Delta's spelling of it (lower case, as Spark passes keys)
@@ -49,17 +52,11 @@ class ReadOptions:
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
-        opts = _lower(options)
-        for k in opts:
-            if k not in READ_KEYS and not k.startswith(STORAGE_PREFIX):
-                raise OptionsError(k, f"unknown read option (known: {sorted(READ_KEYS)} and 'storage.<name>')")
-        pushdown = opts.get("pushdown", "auto").strip().lower()
-        if pushdown not in ("auto", "true", "false"):
-            raise OptionsError("pushdown", f"must be auto, true or false, got '{pushdown}'")
+        opts = OptionMap.of(options)
+        opts.check_known(READ_KEYS, (STORAGE_PREFIX,), "read option")
+        pushdown = opts.choice("pushdown", PUSHDOWN_VALUES, "auto")
         batch_size = _positive("batch-size", opts["batch-size"]) if "batch-size" in opts else DEFAULT_BATCH_SIZE
-        sections = opts.get("sections", "all").strip().lower()
-        if sections not in _SECTIONS:
-            raise OptionsError("sections", f"must be one of {', '.join(_SECTIONS)}, got '{sections}'")
+        sections = opts.choice("sections", _SECTIONS, "all")
         request = ReadRequest.from_options(opts)
         if sections != "all" and request.incremental_between is not None:
             raise OptionsError("sections", "must be 'all' for an incremental read")
@@ -107,15 +104,11 @@ class WriteOptions(CoreWriteOptions):
     def parse(
         cls, options: Mapping[str, str], columns: list[str], read_keys: frozenset[str] = READ_KEYS
     ) -> WriteOptions:
-        spark_only = {k: v for k, v in options.items() if str(k).lower() not in MODE_KEYS}  # see write_modes
-        return super().parse(spark_only, columns, read_keys)
-
-
-def _lower(options: Mapping[str, str]) -> dict[str, str]:
-    return {str(k).lower(): str(v) for k, v in options.items()}
+        return super().parse(OptionMap.of(options).without(*MODE_KEYS), columns, read_keys)  # see write_modes
 
 
 __all__ = [
+    "PUSHDOWN_VALUES",
     "READ_KEYS",
     "STORAGE_JSON",
     "STORAGE_PREFIX",

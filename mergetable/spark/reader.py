@@ -1,6 +1,11 @@
 """Batch reading: splits packed into Spark partitions (see :mod:`mergetable.spark.packing`), merged in the
 Python workers, Arrow batches out.
 
+The data source parses its options once into a :class:`~mergetable.spark.options.ReadOptions` (the shared
+:class:`~mergetable.core.read_options.ReadRequest` plus Spark's own options), binds the filter once, pins the
+snapshot, and hands all of it to the reader ``spark.source.reader_class`` picks; the reader plans with
+``Table.plan_bound`` and reads with a ``SplitReader`` of that bound filter, validating and binding nothing again.
+
 :class:`MergeTableReader` never overrides ``pushFilters``, so it works whatever
 ``spark.sql.python.filterPushdown.enabled`` is (Spark filters the rows). :class:`PushdownMergeTableReader`
 adds ``pushFilters``; PySpark refuses such a reader when the conf is off, so the data source hands it out
@@ -9,6 +14,7 @@ only when it is being created by Spark's filter-pushdown worker (see :func:`crea
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from types import FrameType
@@ -17,11 +23,12 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
-from mergetable.core.options import DEFAULT_SPLIT_SIZE
 from mergetable.core.predicates import Conjunct
-from mergetable.read.scan import Sections, Split
+from mergetable.core.read_options import TimeTravel
+from mergetable.read.reader import SplitReader
+from mergetable.read.scan import Split
 from mergetable.spark.filters import and_dnf, split_filters
-from mergetable.spark.options import DEFAULT_BATCH_SIZE
+from mergetable.spark.options import ReadOptions
 from mergetable.spark.packing import pack_splits
 from mergetable.spark.types import spark_arrow_schema, spark_batches
 from mergetable.table import Table
@@ -32,9 +39,15 @@ _PUSHDOWN_WORKER = "data_source_pushdown_filters.py"
 def created_for_pushdown() -> bool:
     """Whether the reader being created will be offered filters (we run inside Spark's pushdown worker).
 
-    Spark plans a filtered read in ``pyspark/sql/worker/data_source_pushdown_filters.py`` only when
-    ``spark.sql.python.filterPushdown.enabled`` is true; any other caller gets the plain reader, which is
-    always safe (Spark then applies every filter itself).
+    Why the call stack: PySpark 4.3 creates a reader (``DataSource.reader``) in one of two workers.
+    ``pyspark/sql/worker/data_source_pushdown_filters.py`` runs only when
+    ``spark.sql.python.filterPushdown.enabled`` is on and Spark has filters to offer; it calls ``pushFilters``.
+    ``plan_data_source_read.py`` runs otherwise, and refuses (``DATA_SOURCE_PUSHDOWN_DISABLED``) a reader
+    that overrides ``pushFilters`` when the conf is off. The conf's value reaches neither the data source's
+    options nor its ``reader()`` call (the planning worker reads it into a local variable), and a Python worker
+    has no Spark session to ask, so which worker is calling is the only thing that says whether a reader with
+    ``pushFilters`` will be accepted. Without it, ``pushdown=true`` with the conf off would fail every query
+    instead of leaving the filters to Spark. Any other caller gets the plain reader, which is always safe.
     """
     frame: FrameType | None = sys._getframe(1)
     while frame is not None:
@@ -58,41 +71,36 @@ class SplitPartition(InputPartition):
 
 
 class MergeTableReader(DataSourceReader):
-    """Reads one snapshot of a table: merged, filtered by ``dnf``, projected to ``schema``'s columns."""
+    """Reads one snapshot (or an incremental range) of a table: merged, filtered by the bound ``dnf``,
+    projected to ``schema``'s columns, as ``opts`` (parsed by the data source) asks."""
 
     def __init__(
-        self,
-        table: Table,
-        snapshot_id: int | None,
-        schema: StructType,
-        dnf: list[Conjunct] | None = None,
-        split_size: int = DEFAULT_SPLIT_SIZE,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        incremental_between: tuple[int | str, int | str] | None = None,
-        sections: Sections = "all",
+        self, table: Table, snapshot_id: int | None, schema: StructType, dnf: list[Conjunct] | None, opts: ReadOptions
     ) -> None:
         self.table = table
-        self.sections: Sections = sections
-        self.incremental_between = incremental_between
         self.snapshot_id = snapshot_id
+        self.request = opts.request
+        self.sections = opts.sections
+        self.batch_size = opts.batch_size
         self.columns: list[str] = list(schema.fieldNames())
         self.target: pa.Schema = spark_arrow_schema(schema)
         self.dnf = dnf
-        self.split_size = split_size
-        self.batch_size = batch_size
+
+    @property
+    def split_size(self) -> int:
+        return self.request.split_size
 
     def partitions(self) -> Sequence[InputPartition]:
-        if self.incremental_between is not None:
-            splits = self.table.plan(
-                filter=self.dnf, incremental_between=self.incremental_between, target_split_size=self.split_size
-            )
-            return self._packed(splits)
+        if self.request.incremental_between is not None:
+            return self._packed(self.table.plan_bound(self.request, self.dnf))
         if self.snapshot_id is None:
             return []
-        splits = self.table.plan(
-            filter=self.dnf, snapshot_id=self.snapshot_id, target_split_size=self.split_size, sections=self.sections
-        )
-        return self._packed(splits)
+        return self._packed(self._plan_snapshot(self.table, self.snapshot_id))
+
+    def _plan_snapshot(self, table: Table, snapshot_id: int) -> list[Split]:
+        """The splits of snapshot ``snapshot_id`` of ``table`` (the pinned one, or a task's latest)."""
+        pinned = dataclasses.replace(self.request, travel=TimeTravel(snapshot_id=snapshot_id))
+        return table.plan_bound(pinned, self.dnf, self.sections)
 
     def _packed(self, splits: Sequence[Split]) -> list[InputPartition]:
         return [SplitPartition(*group) for group in pack_splits(splits, self.split_size)]
@@ -101,7 +109,8 @@ class MergeTableReader(DataSourceReader):
         splits = getattr(partition, "splits", None)
         if splits is None:  # Spark's placeholder partition of an empty plan
             return
-        reader = self.table.split_reader(self.columns, self.dnf)
+        table = self.table  # the columns were checked and the filter bound by the data source
+        reader = SplitReader(table.fileio, table.table_schema, table.merge_function, self.columns, self.dnf)
         for split in splits:
             for table in reader.read_split(split, even=True):  # one split at a time: nothing queues windows
                 yield from spark_batches(table, self.target, self.batch_size)
@@ -116,4 +125,9 @@ class PushdownMergeTableReader(MergeTableReader):
         return rejected
 
 
-__all__ = ["MergeTableReader", "PushdownMergeTableReader", "SplitPartition", "created_for_pushdown"]
+__all__ = [
+    "MergeTableReader",
+    "PushdownMergeTableReader",
+    "SplitPartition",
+    "created_for_pushdown",
+]

@@ -32,7 +32,9 @@ from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMess
 from pyspark.sql.types import StructType
 
 from mergetable.core.errors import OptionsError, UnsupportedError
+from mergetable.core.option_map import OptionMap
 from mergetable.core.txn import Txn
+from mergetable.core.write_options import TXN_APP_ID, TXN_VERSION
 from mergetable.spark.writer import MergeTableWriter, TaskCommit, WriteJob, plan_write
 
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
@@ -62,11 +64,11 @@ def plan_stream_write(options: dict[str, str], schema: StructType, overwrite: bo
             "outputMode 'complete' is not supported by the mergetable sink: use 'append' (with an _row_kind "
             "column for changes), or foreachBatch(mergetable.spark.foreach_batch(...)) for other output modes"
         )
-    table_options = {k: v for k, v in options.items() if k.lower() not in STREAM_ONLY_KEYS}
-    for key in ("txnappid", "txnversion"):
-        if key in {k.lower() for k in table_options}:
+    table_options = OptionMap.of(options).without(*STREAM_ONLY_KEYS)
+    for key in (TXN_APP_ID, TXN_VERSION):
+        if key in table_options:
             raise OptionsError(key, "is a batch write option: a streaming query is exactly-once by itself")
-    return plan_write(table_options, schema, overwrite=False)
+    return plan_write(dict(table_options), schema, overwrite=False)
 
 
 def batch_job(job: WriteJob, query_id: str, run_id: str, batch_id: int) -> WriteJob:

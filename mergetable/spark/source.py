@@ -52,20 +52,44 @@ def pushdown_scoped_per_scan() -> bool:
     return hasattr(DataSourceReader, "pushLimit")
 
 
+def takes_filters(opts: ReadOptions) -> bool:
+    """Whether a read of ``opts`` may take Spark's filters: ``pushdown=true``, or ``auto`` where
+    :func:`pushdown_scoped_per_scan` (see the module documentation)."""
+    return opts.pushdown == "true" or (opts.pushdown == "auto" and pushdown_scoped_per_scan())
+
+
+def reader_class(opts: ReadOptions, per_query: bool) -> type[MergeTableReader]:
+    """The reader of a table read of ``opts`` (``per_query``: ``resolve-snapshot=per-query``).
+
+    The pushdown reader when the read takes filters and Spark is about to offer some (it is planned per scan
+    by Spark, so its pinned snapshot is resolved per query); else, for a per-query read of the latest
+    snapshot, the reader that resolves it in each task; else the plain reader. Whether Spark offers filters
+    is asked of :func:`~mergetable.spark.reader.created_for_pushdown`, only when the read takes them: its
+    documentation says why nothing else on PySpark 4.3 can tell.
+    """
+    if takes_filters(opts) and created_for_pushdown():
+        return PushdownMergeTableReader
+    if per_query and not opts.request.travel.given and opts.request.incremental_between is None:
+        return LatestPerQueryReader
+    return MergeTableReader
+
+
 def resolve_snapshot_id(table: Table, request: ReadRequest) -> int | None:
-    """The snapshot id a read of ``request`` uses (None: the table has no snapshot)."""
-    t = request.travel
-    if not t.given:
-        return table.latest_snapshot_id()
-    snap = table.resolve_snapshot(t.snapshot_id, t.timestamp_ms, t.tag, t.version)
-    if snap is None and t.given:
+    """The snapshot id a read of ``request`` uses (None: the table has no snapshot), resolved by
+    :func:`mergetable.commit.travel.resolve_travel`."""
+    snap = table.resolve_travel(request.travel)
+    if snap is None and request.travel.given:
         key, value = request.source or ("time travel", "?")
         raise SnapshotNotFoundError(f"no snapshot for {key}={value}")
     return None if snap is None else snap.id
 
 
 class MergeTableDataSource(DataSource):
-    """Batch read and write of mergetable tables. Registered as ``mergetable``."""
+    """Batch read and write of mergetable tables. Registered as ``mergetable``.
+
+    A read's options are parsed once, by whichever of ``schema()`` and ``reader()`` runs first (PySpark
+    pickles the data source between them, parsed options and pinned snapshot included).
+    """
 
     @classmethod
     def name(cls) -> str:
@@ -73,9 +97,20 @@ class MergeTableDataSource(DataSource):
 
     # -- reading ----------------------------------------------------------------------------------
     def _read_options(self) -> ReadOptions:
-        options = without_resolve_option(self.options)
-        path, self._audit_log = split_audit_log(str(options.get("path", "")))
-        return ReadOptions.parse({**options, "path": path} if self._audit_log else options)
+        parsed: ReadOptions | None = self.__dict__.get("_parsed")
+        if parsed is None:
+            options = without_resolve_option(self.options)
+            path, self._audit_log = split_audit_log(options.get("path", ""))
+            parsed = ReadOptions.parse({**options, "path": path})
+            self._parsed = parsed
+        return parsed
+
+    def _system(self) -> SystemRead | None:
+        system: SystemRead | str | None = self.__dict__.get("_system_read", _UNPINNED)
+        if system == _UNPINNED:
+            system = SystemRead.of(self.options)
+            self._system_read = system
+        return None if isinstance(system, str) else system
 
     def _changes(self) -> bool:
         """Whether this read returns change rows (``$audit_log``, ``read.changelog``, a stream's options)."""
@@ -98,7 +133,7 @@ class MergeTableDataSource(DataSource):
         return table if snapshot_id is None else table.as_of_schema(table.snapshot(snapshot_id).schema_id)
 
     def schema(self) -> StructType:
-        if (system := SystemRead.of(self.options)) is not None:
+        if (system := self._system()) is not None:
             return system.spark_schema()
         opts = self._read_options()
         table = self._travelled(open_table(opts.uri, opts.storage), opts)
@@ -107,34 +142,19 @@ class MergeTableDataSource(DataSource):
         return with_row_kind(schema, self._audit_log) if self._changes() else schema
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        if (system := SystemRead.of(self.options)) is not None:
+        if (system := self._system()) is not None:
             return SystemTableReader(system, schema)
         opts = self._read_options()
         table = self._travelled(open_table(opts.uri, opts.storage), opts)
-        dnf = bind_filters(opts.request.filter, table.schema)
+        dnf = bind_filters(opts.request.filter, table.schema)  # the one binding of the read's filter
         if self._changes():
             if opts.sections != "all":
                 raise OptionsError("sections", "must be 'all' for a read of changes")
             snapshot = self._pinned_snapshot(table, opts)
             return batch_change_reader(table, schema, self.options, snapshot, dnf, opts.batch_size)
         spark_schema(table.schema, schema.fieldNames())  # a user-given schema must name table columns
-        pushdown = opts.pushdown == "true" or (opts.pushdown == "auto" and pushdown_scoped_per_scan())
-        cls: type[MergeTableReader] = MergeTableReader
-        if pushdown and created_for_pushdown():
-            cls = PushdownMergeTableReader  # planned per scan by Spark: the pinned snapshot is resolved per query
-        elif per_query(self.options) and not opts.request.travel.given and opts.request.incremental_between is None:
-            cls = LatestPerQueryReader
-        snapshot = self._pinned_snapshot(table, opts)
-        return cls(
-            table,
-            snapshot,
-            schema,
-            dnf,
-            opts.split_size,
-            opts.batch_size,
-            opts.request.incremental_between,
-            opts.sections,
-        )
+        cls = reader_class(opts, per_query(self.options))
+        return cls(table, self._pinned_snapshot(table, opts), schema, dnf, opts)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         opts = self._read_options()
@@ -151,4 +171,11 @@ class MergeTableDataSource(DataSource):
 
 DefaultSource = MergeTableDataSource
 
-__all__ = ["DefaultSource", "MergeTableDataSource", "pushdown_scoped_per_scan", "resolve_snapshot_id"]
+__all__ = [
+    "DefaultSource",
+    "MergeTableDataSource",
+    "pushdown_scoped_per_scan",
+    "reader_class",
+    "resolve_snapshot_id",
+    "takes_filters",
+]

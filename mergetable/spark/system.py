@@ -20,7 +20,8 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from mergetable.core.errors import OptionsError, SnapshotNotFoundError
+from mergetable.core.errors import OptionsError
+from mergetable.core.option_map import OptionMap
 from mergetable.core.read_options import TimeTravel
 from mergetable.read.system_tables import SCHEMAS, SYSTEM_TABLES
 from mergetable.spark.options import ReadOptions, table_uri
@@ -34,14 +35,11 @@ _NOT_SYSTEM = frozenset({"audit_log"})
 
 def per_query(options: Mapping[str, str]) -> bool:
     """Whether the read resolves the latest snapshot at each query (``resolve-snapshot=per-query``)."""
-    value = {str(k).lower(): str(v) for k, v in options.items()}.get(RESOLVE_SNAPSHOT, "on-load").strip().lower()
-    if value not in _RESOLVE_VALUES:
-        raise OptionsError(RESOLVE_SNAPSHOT, f"must be one of {list(_RESOLVE_VALUES)}, got '{value}'")
-    return value == "per-query"
+    return OptionMap.of(options).choice(RESOLVE_SNAPSHOT, _RESOLVE_VALUES, "on-load") == "per-query"
 
 
-def without_resolve_option(options: Mapping[str, str]) -> dict[str, str]:
-    return {k: v for k, v in options.items() if str(k).lower() != RESOLVE_SNAPSHOT}
+def without_resolve_option(options: Mapping[str, str]) -> OptionMap:
+    return OptionMap.of(options).without(RESOLVE_SNAPSHOT)
 
 
 @dataclass(frozen=True)
@@ -61,22 +59,17 @@ class SystemRead:
             return None
         if name.lower() not in SYSTEM_TABLES:
             raise OptionsError("path", f"unknown system table '${name}' (known: {', '.join(SYSTEM_TABLES)})")
-        rest = {k: v for k, v in without_resolve_option(options).items() if str(k).lower() != "path"}
-        parsed = ReadOptions.parse({**rest, "path": uri})
+        parsed = ReadOptions.parse({**without_resolve_option(options).without("path"), "path": uri})
         return cls(uri, name.lower(), parsed.storage, parsed.request.travel)
 
     def spark_schema(self) -> StructType:
         return spark_schema(SCHEMAS[self.name])
 
     def read(self) -> pa.Table:
-        table = open_table(self.uri, self.storage)
         t = self.travel
-        if not t.given:
-            return table.system_table(self.name)
-        snap = table.resolve_snapshot(t.snapshot_id, t.timestamp_ms, t.tag, t.version)
-        if snap is None:
-            raise SnapshotNotFoundError("no snapshot to travel to: the table has none")
-        return table.system_table(self.name, snapshot_id=snap.id)
+        return open_table(self.uri, self.storage).system_table(
+            self.name, snapshot_id=t.snapshot_id, tag=t.tag, timestamp_ms=t.timestamp_ms, version=t.version
+        )
 
 
 class SystemTableReader(DataSourceReader):

@@ -18,7 +18,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from mergetable.core.errors import SchemaError, UnsupportedError
-from mergetable.core.schema import normalize_arrow_type
+from mergetable.core.schema import check_column, normalize_arrow_type
 
 # -- Arrow (table) → Spark -------------------------------------------------------------------------------
 _SIMPLE_TO_SPARK: dict[pa.DataType, T.DataType] = {
@@ -66,9 +66,7 @@ def spark_schema(schema: pa.Schema, columns: Sequence[str] | None = None) -> T.S
     names = list(columns) if columns is not None else schema.names
     fields = []
     for name in names:
-        if name not in schema.names:
-            raise SchemaError(f"column not found in table schema {schema.names}", name)
-        f = schema.field(name)
+        f = schema.field(check_column(name, schema.names))
         fields.append(T.StructField(f.name, arrow_type_to_spark(f.type, f.name), f.nullable))
     return T.StructType(fields)
 
@@ -198,8 +196,7 @@ def check_write_schema(
     incoming = spark_arrow_schema(T.StructType([f for f in data.fields if f.name not in ignore]))
     names = incoming.names
     for f in incoming:
-        if f.name not in table.names:
-            raise SchemaError(f"column is not in the table schema {table.names}", f.name)
+        check_column(f.name, table.names)
         want = table.field(f.name).type
         if not _compatible(f.type, want):
             raise SchemaError(

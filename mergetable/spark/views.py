@@ -51,10 +51,7 @@ class LatestPerQueryReader(MergeTableReader):
         if latest is None:
             return
         self.table = table
-        splits = table.plan(
-            filter=self.dnf, snapshot_id=latest, target_split_size=self.split_size, sections=self.sections
-        )
-        for split in splits:
+        for split in self._plan_snapshot(table, latest):
             if slot_of(split.partition, split.bucket, partition.slots) == slot:
                 yield from super().read(SplitPartition(split))
 

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mergetable.core.errors import OptionsError, SchemaError, UnsupportedError
+from mergetable.core.option_map import OptionMap
 
 PARTITION_OVERWRITE_MODE = "partitionoverwritemode"
 REPLACE_WHERE = "replacewhere"
@@ -71,16 +72,12 @@ def parse_replace_where(text: str, partition_keys: Sequence[str]) -> dict[str, s
 
 
 def parse_write_mode(options: Mapping[str, str], overwrite: bool, partition_keys: Sequence[str]) -> WriteMode:
-    opts = {str(k).lower(): str(v) for k, v in options.items()}
+    opts = OptionMap.of(options)
     overrides: dict[str, str] = {}
-    mode = opts.get(PARTITION_OVERWRITE_MODE)
-    if mode is not None:
-        if mode.strip().lower() not in ("static", "dynamic"):
-            raise OptionsError("partitionOverwriteMode", f"must be static or dynamic, got '{mode}'")
-        overrides["dynamic-partition-overwrite"] = "true" if mode.strip().lower() == "dynamic" else "false"
-    case = opts.get(CASE_SENSITIVE, "false").strip().lower()
-    if case not in ("true", "false"):
-        raise OptionsError("caseSensitive", f"must be true or false, got '{case}'")
+    if PARTITION_OVERWRITE_MODE in opts:
+        mode = opts.choice(PARTITION_OVERWRITE_MODE, ("static", "dynamic"), "static", "partitionOverwriteMode")
+        overrides["dynamic-partition-overwrite"] = "true" if mode == "dynamic" else "false"
+    case_sensitive = opts.flag(CASE_SENSITIVE, False, "caseSensitive")
     target: bool | dict[str, str] = overwrite
     if REPLACE_WHERE in opts:
         if not overwrite:
@@ -89,22 +86,15 @@ def parse_write_mode(options: Mapping[str, str], overwrite: bool, partition_keys
             raise UnsupportedError("replaceWhere on an unpartitioned table: use mode('overwrite') or MergeTable.delete")
         target = parse_replace_where(opts[REPLACE_WHERE], partition_keys)
     merge, widen = _merge_schema(opts)
-    return WriteMode(target, overrides, case == "true", merge, widen)
+    return WriteMode(target, overrides, case_sensitive, merge, widen)
 
 
-def _flag(opts: Mapping[str, str], key: str, name: str) -> bool:
-    value = opts.get(key, "false").strip().lower()
-    if value not in ("true", "false"):
-        raise OptionsError(name, f"must be true or false, got '{value}'")
-    return value == "true"
-
-
-def _merge_schema(opts: Mapping[str, str]) -> tuple[bool, bool]:
+def _merge_schema(opts: OptionMap) -> tuple[bool, bool]:
     """(merge the schema, widen types) from Delta's ``mergeSchema`` and Paimon's ``write.merge-schema*``."""
-    delta = _flag(opts, MERGE_SCHEMA, "mergeSchema")
-    paimon = _flag(opts, PAIMON_MERGE_SCHEMA, PAIMON_MERGE_SCHEMA)
-    widening = _flag(opts, TYPE_WIDENING, TYPE_WIDENING)
-    if _flag(opts, EXPLICIT_CAST, EXPLICIT_CAST):
+    delta = opts.flag(MERGE_SCHEMA, False, "mergeSchema")
+    paimon = opts.flag(PAIMON_MERGE_SCHEMA)
+    widening = opts.flag(TYPE_WIDENING)
+    if opts.flag(EXPLICIT_CAST):
         raise UnsupportedError(
             f"{EXPLICIT_CAST}: lossy column type changes are not supported (only widening, see docs/evolution.md)"
         )

@@ -13,7 +13,7 @@ from mergetable.core.errors import SchemaError, UnsupportedError
 from mergetable.core.hashing import bucket_of
 from mergetable.core.options import MergeEngine
 from mergetable.core.rowkind import RowKind, kinds_from_strings
-from mergetable.core.schema import TableSchema
+from mergetable.core.schema import TableSchema, check_column
 from mergetable.merge.layout import take_rows
 
 RowKindArg: TypeAlias = str | int | RowKind | Sequence[str | int | RowKind] | pa.Array | pa.ChunkedArray | None
@@ -143,8 +143,7 @@ def conform(
     wanted = list(arrow.names) if target_columns is None else list(target_columns)
     if target_columns is not None:
         for c in wanted:
-            if c not in arrow.names:
-                raise SchemaError("target column not found in table schema", c)
+            check_column(c, arrow.names, "target column")
         missing_pk = [k for k in schema.primary_keys if k not in wanted]
         if missing_pk:
             raise SchemaError(
@@ -166,7 +165,7 @@ def conform(
         raise SchemaError("the data has two or more columns of this name", duplicate)
     for c in names:
         if c not in wanted and c not in extra:
-            raise SchemaError(f"column is not in the table schema {list(arrow.names)}", c)
+            check_column(c, arrow.names)
     columns = []
     n = data.num_rows
     for f in arrow:

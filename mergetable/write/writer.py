@@ -9,11 +9,11 @@ import numpy as np
 import pyarrow as pa
 
 from mergetable.core.arguments import name_list
-from mergetable.core.errors import MergeError, SchemaError
+from mergetable.core.errors import MergeError
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import ChangelogProducer, DeleteBehavior
 from mergetable.core.rowkind import RowKind, is_retract
-from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
+from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema, check_column
 from mergetable.merge import MergeFunction
 from mergetable.merge.base import drop_write_mask, with_write_mask
 from mergetable.metadata.models import CommitMessage, DataFileMeta
@@ -90,8 +90,7 @@ class TableWriter:
         cols = None if target_columns is None else name_list(target_columns, "target_columns")
         if cols is not None:
             for c in cols:
-                if c not in self.schema.column_names:
-                    raise SchemaError("target column not found in table schema", c)
+                check_column(c, self.schema.column_names, "target column")
             cols = tuple(c for c in self.schema.column_names if c in cols)
         retracts = is_retract(np.asarray(kinds.to_numpy(zero_copy_only=False)))
         table = conform(table, self.schema, cols, retracts=retracts if retracts.any() else None)

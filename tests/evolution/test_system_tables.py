@@ -10,6 +10,7 @@ import pytest
 
 import mergetable as mt
 from mergetable.core.errors import SnapshotNotFoundError, UnsupportedError
+from mergetable.core.read_options import iso_utc
 from mergetable.read.system_tables import SCHEMAS, SYSTEM_TABLES
 
 SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("v", pa.float64())])
@@ -120,6 +121,12 @@ def test_time_travel_where_paimon_allows_it(table: mt.Table) -> None:
     assert len(table.system_table("manifests", snapshot_id=1)) >= 1
     ts = table.snapshot(1).time_millis
     assert table.system_table("files", timestamp_ms=ts).num_rows == len(table.files(snapshot_id=1))
+    iso = iso_utc(ts)  # every spelling Table.read takes: ISO timestamps, versions (a tag, else a snapshot id)
+    assert table.system_table("files", timestamp_ms=iso).num_rows == len(table.files(snapshot_id=1))
+    assert table.system_table("files", version="first").num_rows == len(table.files(snapshot_id=1))
+    assert table.system_table("files", version=1).num_rows == len(table.files(snapshot_id=1))
+    with pytest.raises(mt.OptionsError, match="at most one"):
+        table.system_table("files", snapshot_id=1, tag="first")
     with pytest.raises(UnsupportedError, match="'snapshots' has no time travel"):
         table.system_table("snapshots", snapshot_id=1)
     with pytest.raises(SnapshotNotFoundError, match="snapshot 9"):

@@ -98,13 +98,13 @@ def test_reads_in_this_process_cut_a_large_bucket_only_with_cores_to_merge_its_r
     assert whole and all(s.key_range is None for s in whole)
     assert pa.Table.from_batches(list(t.split_reader().batches(whole)), t.schema).equals(t.read(split_size=400))
     asked: list[bool] = []
-    plan = mergetable.table.Table._plan
+    plan = mergetable.table.Table.plan_bound
 
-    def spy(self: Any, request: Any, sections: Any = "all", key_ranges: bool = True) -> Any:
+    def spy(self: Any, request: Any, dnf: Any, sections: Any = "all", key_ranges: bool = True) -> Any:
         asked.append(key_ranges)
-        return plan(self, request, sections, key_ranges)
+        return plan(self, request, dnf, sections, key_ranges)
 
-    monkeypatch.setattr(mergetable.table.Table, "_plan", spy)
+    monkeypatch.setattr(mergetable.table.Table, "plan_bound", spy)
     for cores in (2, 4):
         monkeypatch.setattr(mergetable.table, "in_process_key_ranges", lambda cores=cores: in_process_key_ranges(cores))
         asked.clear()

@@ -25,7 +25,8 @@ from mergetable.core.errors import OptionsError, SchemaError, UnsupportedError
 from mergetable.metadata.models import CommitKind
 from mergetable.spark.filters import and_dnf, split_filters, to_predicate
 from mergetable.spark.options import ReadOptions, WriteOptions, parse_filter, restore_field_case, storage_options
-from mergetable.spark.reader import created_for_pushdown
+from mergetable.spark.reader import MergeTableReader, PushdownMergeTableReader, created_for_pushdown
+from mergetable.spark.source import pushdown_scoped_per_scan, reader_class
 from mergetable.spark.types import (
     arrow_schema_of,
     check_write_schema,
@@ -33,6 +34,7 @@ from mergetable.spark.types import (
     spark_arrow_schema,
     spark_schema,
 )
+from mergetable.spark.views import LatestPerQueryReader
 from mergetable.spark.writer import STAGING_DIR, MergeTableWriter, TaskCommit, plan_write
 
 # -- options ----------------------------------------------------------------------------------------------
@@ -49,7 +51,7 @@ def test_read_options_time_travel_spellings() -> None:
 
 
 def test_read_options_errors_name_the_option() -> None:
-    with pytest.raises(OptionsError, match="'colums'"):
+    with pytest.raises(OptionsError, match=r"'colums': unknown read option \(did you mean 'columns'\?\)"):
         ReadOptions.parse({"path": "/t", "colums": "a"})
     with pytest.raises(OptionsError, match="'path'"):
         ReadOptions.parse({})
@@ -163,6 +165,28 @@ def test_pushdown_detection_is_by_caller() -> None:
     scope = {"created_for_pushdown": created_for_pushdown}
     exec(code, scope)
     assert scope["result"] is True
+
+
+def test_reader_is_chosen_by_the_parsed_options() -> None:
+    def chosen(per_query: bool = False, in_pushdown_worker: bool = False, **options: str) -> type:
+        opts = ReadOptions.parse({"path": "/t", **options})
+        if not in_pushdown_worker:
+            return reader_class(opts, per_query)
+        worker = "/x/pyspark/sql/worker/data_source_pushdown_filters.py"
+        scope = {"reader_class": reader_class, "opts": opts, "per_query": per_query}
+        exec(compile("result = reader_class(opts, per_query)", worker, "exec"), scope)
+        return scope["result"]  # type: ignore[no-any-return]
+
+    assert chosen() is MergeTableReader
+    assert chosen(pushdown="true") is MergeTableReader  # not offered filters: the reader any conf accepts
+    assert chosen(in_pushdown_worker=True, pushdown="true") is PushdownMergeTableReader
+    assert chosen(in_pushdown_worker=True, pushdown="false") is MergeTableReader
+    auto = PushdownMergeTableReader if pushdown_scoped_per_scan() else MergeTableReader
+    assert chosen(in_pushdown_worker=True) is auto
+    assert chosen(per_query=True) is LatestPerQueryReader
+    assert chosen(per_query=True, in_pushdown_worker=True, pushdown="true") is PushdownMergeTableReader
+    assert chosen(per_query=True, **{"snapshot-id": "1"}) is MergeTableReader  # a pinned view
+    assert chosen(per_query=True, **{"incremental-between": "1,2"}) is MergeTableReader
 
 
 # -- types ------------------------------------------------------------------------------------------------
