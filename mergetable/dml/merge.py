@@ -44,6 +44,7 @@ from mergetable.dml.clauses import (
 )
 from mergetable.dml.evaluate import assignment, cast_columns, check_condition, masks, project
 from mergetable.dml.ops import check_nulls
+from mergetable.dml.target import read_target
 from mergetable.metadata.models import Snapshot
 from mergetable.write.input import to_arrow_table
 
@@ -202,7 +203,7 @@ class MergeBuilder:
                     prune = None
                     break
                 prune.append((c, "in", values.to_pylist()))
-        return self._compute(base, self._table.read(None, prune or None, snapshot_id=base.id))
+        return self._compute(base, read_target(self._table, base.id, None, prune or None))
 
     def _compute(self, base: Snapshot | None, target: pa.Table) -> Changes:
         schema, source = self._table.schema, self._source

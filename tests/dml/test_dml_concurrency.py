@@ -15,19 +15,21 @@ import pytest
 
 import mergetable as mt
 from mergetable.core.errors import CommitConflictError
+from mergetable.read.scan import Split
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.int64())])
 
 
 class RacedTable(mt.Table):
-    """A table where another writer commits right after each of the first ``races`` reads."""
+    """A table where another writer commits right after each of the first ``races`` reads (an operation's
+    read plans the files of the snapshot it computes from, then reads them)."""
 
     races = 0
     reads = 0
     concurrent: Any = None
 
-    def read(self, *args: Any, **kwargs: Any) -> pa.Table:
-        out = super().read(*args, **kwargs)
+    def plan(self, *args: Any, **kwargs: Any) -> list[Split]:
+        out = super().plan(*args, **kwargs)
         type(self).reads += 1
         if type(self).races > 0:
             type(self).races -= 1
