@@ -221,6 +221,7 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
         target_columns: Sequence[str] | None = None,
         txn_app_id: str | None = None,
         txn_version: int | None = None,
+        cast: bool = False,
     ) -> Snapshot | None:
         """Write rows as one atomic commit.
 
@@ -233,6 +234,8 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
             txn_app_id, txn_version: An idempotent write (Delta's ``txnAppId``/``txnVersion``): when version
                 ``txn_version`` or a later one of application ``txn_app_id`` is already committed, nothing is
                 written and a warning is logged (:meth:`txn_version` tells the last committed version).
+            cast: Also convert what changes a value (parse strings into numbers, round to a decimal's scale);
+                without it such data is a :class:`SchemaError` (``mergetable.write.input.cast_column``).
 
         Returns:
             The new snapshot, None if nothing was written (no rows, or a transaction already committed).
@@ -246,7 +249,7 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
         writer = self.new_writer()
         writer.partition_check = functools.partial(check_partitions, self.table_schema, overwrite=overwrite)
         try:
-            writer.write(data, row_kind, target_columns)
+            writer.write(data, row_kind, target_columns, cast)
             messages = writer.prepare_commit()
         except BaseException:
             writer.abort()
