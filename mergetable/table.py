@@ -231,6 +231,7 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
         target_columns: Sequence[str] | None = None,
         txn_app_id: str | None = None,
         txn_version: int | None = None,
+        cast: bool = False,
     ) -> Snapshot | None:
         """Write rows as one atomic commit.
 
@@ -243,6 +244,8 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
             txn_app_id, txn_version: An idempotent write (Delta's ``txnAppId``/``txnVersion``): when version
                 ``txn_version`` or a later one of application ``txn_app_id`` is already committed, nothing is
                 written and a warning is logged (:meth:`txn_version` tells the last committed version).
+            cast: Also convert what changes a value (parse strings into numbers, round to a decimal's scale);
+                without it such data is a :class:`SchemaError` (``mergetable.write.input.cast_column``).
 
         Returns:
             The new snapshot, None if nothing was written (no rows, or a transaction already committed).
@@ -254,7 +257,7 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
         """
         try:
             with self.writing(overwrite, txn=make_txn(txn_app_id, txn_version)) as w:
-                w.write(data, row_kind, target_columns)
+                w.write(data, row_kind, target_columns, cast)
                 return w.commit()
         except AlreadyCommittedError as exc:
             log.warning("%s", exc)

@@ -127,7 +127,9 @@ class WriteTransaction:
         self._messages: list[CommitMessage] = []
 
     # -- collecting files ----------------------------------------------------------------------------
-    def write(self, data: Any, row_kind: RowKindArg = None, target_columns: Sequence[str] | None = None) -> None:
+    def write(
+        self, data: Any, row_kind: RowKindArg = None, target_columns: Sequence[str] | None = None, cast: bool = False
+    ) -> None:
         """Write rows (see :meth:`mergetable.Table.write`); nothing is visible before :meth:`commit`."""
         self._require_open("write")
         if self._writer is None:
@@ -136,7 +138,7 @@ class WriteTransaction:
                 self._writer.partition_check = functools.partial(
                     check_partitions, self.schema, overwrite=self.overwrite
                 )
-        self._writer.write(data, row_kind, target_columns)
+        self._writer.write(data, row_kind, target_columns, cast)
 
     def prepare(self) -> list[CommitMessage]:
         """Flush what :meth:`write` buffered; returns every message the transaction holds."""

@@ -13,6 +13,8 @@ filters and the command line all mean the same rows by the same predicate:
   zone), an aware literal on a column without zone is taken at UTC;
 * decimals come from ``Decimal``, ``int``, ``float`` (by its shortest decimal spelling) or strings; numeric
   columns also take numeric strings, as Spark's implicit casts do;
+* numpy scalars (``numpy.int64``, ``numpy.str_``, ``numpy.datetime64`` …, what ``df.x.iloc[0]`` gives) are
+  the Python values they hold; a ``datetime64`` keeps its precision down to nanoseconds;
 * SQL three-valued logic: a null never satisfies ``=``, ``!=``, ``<`` …, ``in`` or ``not in``; a comparison
   with a null literal matches nothing, and so does ``not in`` with a null in its list;
 * NaN is ordered as Spark orders it: ``NaN = NaN`` is true and NaN is greater than every other value,
@@ -33,6 +35,7 @@ from fractions import Fraction
 from functools import reduce
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -86,7 +89,31 @@ def bind_predicate(pred: Predicate, field: pa.Field) -> Predicate:
 
 
 # -- literals ------------------------------------------------------------------------------------------
+def _plain(value: Any) -> Any:
+    """A numpy scalar (what ``df.x.iloc[0]`` gives) as the Python value it holds; anything else as it is.
+
+    >>> import numpy as np
+    >>> _plain(np.int64(3)), _plain(np.bool_(True)), _plain(np.datetime64("2024-01-02T03:04:05.123456789"))
+    (3, True, Fraction(1704164645123456789, 1000))
+    """
+    if not isinstance(value, np.generic):
+        return value
+    if isinstance(value, np.datetime64):
+        if np.isnat(value):
+            return None
+        unit = np.datetime_data(value.dtype)[0]
+        if unit in ("Y", "M", "W", "D"):
+            return value.astype("datetime64[D]").item()  # a date
+        if unit not in _UNITS_PER_SECOND:
+            value, unit = value.astype("datetime64[s]"), "s"
+        return Fraction(int(value.astype(np.int64)) * 1_000_000, _UNITS_PER_SECOND[unit])  # microseconds
+    return value.item()
+
+
 def _bind_comparison(column: str, op: str, t: pa.DataType, value: Any) -> Predicate:
+    value = _plain(value)
+    if value is None:
+        return (column, NEVER_OP, [])
     if pa.types.is_floating(t):
         return (column, op, _float(column, t, value))
     if _is_discrete(t):
@@ -142,7 +169,9 @@ def _number(column: str, t: pa.DataType, value: Any) -> Fraction | float:
 
 
 def _instant_us(column: str, t: pa.DataType, value: Any) -> Fraction:
-    """Microseconds since the epoch (UTC wall clock) of a date/datetime/ISO-8601 literal."""
+    """Microseconds since the epoch (UTC wall clock) of a date/datetime/ISO-8601 literal (or a numpy datetime64's)."""
+    if isinstance(value, Fraction):
+        return value
     if isinstance(value, str):
         text = value.strip()
         text = text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text

@@ -28,6 +28,8 @@ from mergetable.core.predicates import Filters
 from mergetable.core.read_options import ReadArgs
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import CommitKind, CommitMessage, ManifestEntry, Snapshot
+from mergetable.read.reader import SplitReader
+from mergetable.read.scan import Sections, Split
 
 RECOMPUTE_ATTEMPTS = 3
 
@@ -51,9 +53,15 @@ class DmlTable(Protocol):
     def snapshot(self, snapshot_id: int) -> Snapshot: ...
     def snapshots(self) -> list[Snapshot]: ...
     def delta_entries(self, snapshot: Snapshot) -> list[ManifestEntry]: ...
-    def read(
-        self, columns: Sequence[str] | None = None, filter: Filters | None = None, **args: Unpack[ReadArgs]
-    ) -> pa.Table: ...
+    def plan(
+        self,
+        filter: Filters | None = None,
+        target_split_size: int = ...,
+        sections: Sections = "all",
+        key_ranges: bool = True,
+        **args: Unpack[ReadArgs],
+    ) -> list[Split]: ...
+    def split_reader(self, columns: Sequence[str] | None = None, filter: Filters | None = None) -> SplitReader: ...
     def writing(self, overwrite: bool | dict[str, Any] = False, **args: Unpack[CommitArgs]) -> WriteTransaction: ...
 
 

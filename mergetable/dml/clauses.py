@@ -93,6 +93,21 @@ def make_clause(
     return Clause(kind, action, condition, resolved)
 
 
+def check_clauses(clauses: Sequence[Clause[Any]]) -> None:
+    """Refuse a merge without any clause (as Delta does): it would read both sides and change nothing.
+
+    >>> check_clauses([])
+    Traceback (most recent call last):
+    ...
+    mergetable.core.errors.MergeError: merge: no clause was added; add a when-matched, when-not-matched or ...
+    """
+    if not clauses:
+        raise MergeError(
+            "merge: no clause was added; add a when-matched, when-not-matched or when-not-matched-by-source "
+            "clause (update, delete or insert) before execute()"
+        )
+
+
 def needs_single_match(clauses: Sequence[Clause[Any]]) -> bool:
     """Whether a target row matched by several source rows is an error (Delta's rule)."""
     return any(c.kind == MATCHED and not (c.action == "delete" and c.condition is None) for c in clauses)
@@ -115,6 +130,7 @@ __all__ = [
     "Clause",
     "Kind",
     "ambiguous_match",
+    "check_clauses",
     "make_clause",
     "needs_single_match",
     "resolve_columns",

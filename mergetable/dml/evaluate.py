@@ -16,8 +16,10 @@ import pyarrow.compute as pc
 from pyarrow import acero
 
 from mergetable.core.errors import SchemaError
+from mergetable.write.input import cast_column
 
 _ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError)
+_CAST_HINT = "convert it in the expression, e.g. pc.field('x').cast(pa.int64()) or pc.round(pc.field('x'), 2)"
 
 
 def is_expression(value: Any) -> bool:
@@ -86,16 +88,11 @@ def masks(table: pa.Table, conditions: Mapping[str, pc.Expression], what: str) -
 
 
 def cast_columns(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
-    """``table``'s columns cast to the types of ``schema``'s fields of the same names (safe casts only)."""
+    """``table``'s columns cast to the types of ``schema``'s fields of the same names, as a write casts its data
+    (:func:`mergetable.write.input.cast_column`): a conversion that would change a value is an error."""
     arrays = []
     for f in schema:
-        col = table.column(f.name)
-        try:
-            arrays.append(col if col.type == f.type else col.cast(f.type))
-        except _ARROW_ERRORS as exc:
-            raise SchemaError(
-                f"{what}: {col.type} values cannot be cast to {f.type}: {_first_line(exc)}", f.name
-            ) from None
+        arrays.append(cast_column(table.column(f.name), f.type, f.name, hint=_CAST_HINT, what=what))
     return pa.Table.from_arrays(arrays, schema=pa.schema([f.with_nullable(True) for f in schema]))
 
 

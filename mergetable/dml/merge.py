@@ -5,7 +5,8 @@ joined full-outer on equal values of the ``on`` columns (default: the primary ke
 Acero on the key columns only; the rows are then gathered by index. In the joined rows, conditions and
 assigned values are ``pyarrow.compute`` expressions in which ``pc.field("source.x")`` and
 ``pc.field("target.x")`` (by the aliases) name each side's column ``x``; a column present on one side only
-may also be named plainly (``pc.field("x")``). Conditions that are NULL do not hold.
+may also be named plainly (``pc.field("x")``). Conditions that are NULL do not hold; their floating-point
+comparisons order NaN as Spark does (:mod:`mergetable.dml.nan_order`).
 
 * ``when_matched_update(set)``: assigned columns take their values, the others keep the target's;
   ``when_matched_update_all()``: every non-key column from the source column of the same name (the key stays
@@ -39,11 +40,14 @@ from mergetable.dml.clauses import (
     Clause,
     Kind,
     ambiguous_match,
+    check_clauses,
     make_clause,
     needs_single_match,
 )
 from mergetable.dml.evaluate import assignment, cast_columns, check_condition, masks, project
+from mergetable.dml.nan_order import spark_nan_order
 from mergetable.dml.ops import check_nulls
+from mergetable.dml.target import read_target
 from mergetable.metadata.models import Snapshot
 from mergetable.write.input import to_arrow_table
 
@@ -184,8 +188,7 @@ class MergeBuilder:
             >>> t.merge({"id": [9], "v": ["z"]}).when_not_matched_insert_all().execute() is None
             True
         """
-        if not self._clauses:
-            return None
+        check_clauses(self._clauses)
         self._compute(None, self._table.schema.empty_table())  # evaluate every expression once: errors first
         return apply_changes(self._table, "MERGE", self._changes)
 
@@ -202,7 +205,7 @@ class MergeBuilder:
                     prune = None
                     break
                 prune.append((c, "in", values.to_pylist()))
-        return self._compute(base, self._table.read(None, prune or None, snapshot_id=base.id))
+        return self._compute(base, read_target(self._table, base.id, None, prune or None))
 
     def _compute(self, base: Snapshot | None, target: pa.Table) -> Changes:
         schema, source = self._table.schema, self._source
@@ -211,9 +214,11 @@ class MergeBuilder:
             right = [source.column(c).cast(schema.field(c).type) for c in self._on]
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
             raise SchemaError(f"argument 'on': the source column cannot be compared with the table's: {exc}") from None
-        left_t = pa.table([*(target.column(c) for c in self._on), pa.array(np.arange(target.num_rows))], [*keys, "_ti"])
-        right_t = pa.table([*right, pa.array(np.arange(source.num_rows))], [*keys, "_si"])
-        pairs = left_t.join(right_t, keys, join_type="full outer")
+        left = [_join_key(target.column(c)) for c in self._on]
+        left_t = pa.table([*left, pa.array(np.arange(target.num_rows))], [*keys, "_ti"])
+        right_t = pa.table([*(_join_key(c) for c in right), pa.array(np.arange(source.num_rows))], [*keys, "_si"])
+        # in source order (target-only rows last), so rows of one key are written in the order write() takes them
+        pairs = left_t.join(right_t, keys, join_type="full outer").sort_by([("_si", "ascending"), ("_ti", "ascending")])
         ti, si = pairs.column("_ti").combine_chunks(), pairs.column("_si").combine_chunks()
         joined = self._joined(target, ti, si)
         has_t = np.asarray(ti.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
@@ -221,7 +226,11 @@ class MergeBuilder:
         of_kind = {MATCHED: has_t & has_s, NOT_MATCHED: has_s & ~has_t, NOT_MATCHED_BY_SOURCE: has_t & ~has_s}
         if needs_single_match(self._clauses):
             self._check_single_match(target, np.asarray(ti.to_numpy(zero_copy_only=False))[of_kind[MATCHED]])
-        conds = {f"c{i}": c.condition for i, c in enumerate(self._clauses) if c.condition is not None}
+        conds = {
+            f"c{i}": spark_nan_order(c.condition, joined.schema)
+            for i, c in enumerate(self._clauses)
+            if c.condition is not None
+        }
         holds = masks(joined, conds, "merge condition") if conds else {}
         action = np.full(joined.num_rows, -1, dtype=np.int64)
         for i, clause in enumerate(self._clauses):
@@ -229,15 +238,17 @@ class MergeBuilder:
             if f"c{i}" in holds:
                 mask &= holds[f"c{i}"]
             action[mask] = i
-        parts, row_kinds = [], []
+        parts, row_kinds, positions = [], [], []
         for i, clause in enumerate(self._clauses):
-            rows = joined.take(pa.array(np.nonzero(action == i)[0]))
-            if rows.num_rows or base is None:
-                parts.append(self._output(clause, rows))
-                row_kinds.append(np.full(rows.num_rows, int(_ROW_KIND[clause.action]), dtype=np.int8))
+            position = np.nonzero(action == i)[0]
+            if position.size or base is None:
+                parts.append(self._output(clause, joined.take(pa.array(position))))
+                row_kinds.append(np.full(position.size, int(_ROW_KIND[clause.action]), dtype=np.int8))
+                positions.append(position)
         if not parts:
             return None
-        return pa.concat_tables(parts), np.concatenate(row_kinds)
+        order = np.argsort(np.concatenate(positions), kind="stable")  # the joined (source) order, across clauses
+        return pa.concat_tables(parts).take(pa.array(order)), np.concatenate(row_kinds)[order]
 
     def _joined(self, target: pa.Table, ti: pa.Array, si: pa.Array) -> pa.Table:
         cols: dict[str, pa.ChunkedArray | pa.Array] = {}
@@ -277,6 +288,14 @@ class MergeBuilder:
             assigned = [c for c in schema.names if c not in pk] if clause.values is None else list(clause.values)
             check_nulls(self._table, out, old, assigned, what)
         return out
+
+
+def _join_key(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A floating-point key with one zero and one NaN, so that they match as in Spark (-0.0 = 0.0, NaN = NaN)."""
+    if not pa.types.is_floating(column.type):
+        return column
+    nan = pa.scalar(float("nan"), column.type)
+    return pc.if_else(pc.is_nan(column), nan, pc.add(column, pa.scalar(0.0, column.type)))  # -0.0 + 0.0 is 0.0
 
 
 def _required(values: Any, argument: str) -> Mapping[str, Any]:

@@ -26,6 +26,7 @@ from mergetable.dml.apply import Changes, DmlTable, apply_changes
 from mergetable.dml.clauses import resolve_columns
 from mergetable.dml.evaluate import assignment, cast_columns, project
 from mergetable.dml.rules import check_assigned, check_delete, check_update, nulls_refused
+from mergetable.dml.target import read_target
 from mergetable.metadata.models import Snapshot
 from mergetable.write.input import to_arrow_table
 
@@ -65,7 +66,7 @@ def delete_where(table: DmlTable, filter: Filters | None) -> Snapshot | None:
     def compute(base: Snapshot | None) -> Changes:
         if base is None:
             return None
-        return retracts(table, table.read(needed, filter, snapshot_id=base.id))
+        return retracts(table, read_target(table, base.id, needed, filter))
 
     return apply_changes(table, "DELETE", compute)
 
@@ -114,7 +115,7 @@ def update_where(table: DmlTable, filter: Filters | None, values: Mapping[str, A
     def compute(base: Snapshot | None) -> Changes:
         if base is None:
             return None
-        rows = table.read(None, filter, snapshot_id=base.id)
+        rows = read_target(table, base.id, None, filter)
         new = cast_columns(project(rows, full, "update"), schema, "update")
         check_nulls(table, new, rows, list(exprs), "update")
         return new, kinds(new.num_rows, RowKind.UPDATE_AFTER)

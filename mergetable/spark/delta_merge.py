@@ -22,6 +22,7 @@ from mergetable.dml.clauses import (
     Clause,
     Kind,
     ambiguous_match,
+    check_clauses,
     make_clause,
     needs_single_match,
     resolve_columns,
@@ -119,6 +120,7 @@ class MergeBuilder:
     # -- execution ----------------------------------------------------------------------------------
     def changes(self) -> DataFrame:
         """The ``+I``/``+U``/``-D`` rows the merge writes (with the row-kind column), without writing them."""
+        check_clauses(self._clauses)
         table = self._table.table
         columns = list(table.schema.names)
         target = self._table.target_df().withColumn(_T, F.lit(True))

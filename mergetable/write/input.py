@@ -132,8 +132,9 @@ def conform(
     target_columns: Sequence[str] | None = None,
     extra: Sequence[str] = (),
     retracts: np.ndarray | None = None,
+    cast: bool = False,
 ) -> pa.Table:
-    """Cast ``data`` to the table's Arrow schema, naming the first offending column.
+    """Cast ``data`` to the table's Arrow schema (by :func:`cast_column`), naming the first offending column.
 
     With ``target_columns`` only those columns (which must include the primary key) are expected; the
     others are filled with nulls. Columns named in ``extra`` are allowed through unchanged. Rows flagged in
@@ -174,12 +175,7 @@ def conform(
             continue
         if f.name not in names:
             raise SchemaError("column is missing from the data", f.name)
-        col = data.column(f.name)
-        if not col.type.equals(f.type):
-            try:
-                col = col.cast(f.type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-                raise SchemaError(f"cannot convert {col.type} to {f.type}: {exc}", f.name) from None
+        col = cast_column(data.column(f.name), f.type, f.name, cast, WRITE_CAST_HINT)
         if f.name in schema.primary_keys and col.null_count:
             raise SchemaError("primary key column contains null values", f.name)
         if not f.nullable and col.null_count and f.name not in schema.primary_keys:
@@ -192,6 +188,64 @@ def conform(
         if c in names:
             out = out.append_column(c, data.column(c))
     return out
+
+
+_CAST_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
+WRITE_CAST_HINT = "pass cast=True to write() to convert it"
+
+
+def cast_column(
+    col: pa.ChunkedArray | pa.Array,
+    t: pa.DataType,
+    column: str,
+    cast: bool = False,
+    hint: str = WRITE_CAST_HINT,
+    what: str | None = None,
+) -> pa.ChunkedArray | pa.Array:
+    """``col`` as type ``t``, never changing a value silently (:class:`SchemaError` naming ``column`` and ``hint``,
+    its message prefixed with ``what``, the operation).
+
+    Without ``cast`` only conversions that keep every value are made: a number into a wider type, a float
+    into a decimal whose scale holds its shortest decimal spelling (0.5, not 0.125, into ``decimal(10,2)``),
+    a decimal into one with room for all its digits. Strings are not read as numbers or booleans. With
+    ``cast`` (asked for by the user), strings are parsed and numbers are rounded half away from zero to a
+    decimal column's scale; what cannot be converted at all (an overflow, 1.5 into an integer) still fails.
+
+    >>> cast_column(pa.array([0.5]), pa.decimal128(10, 2), "d").to_pylist()
+    [Decimal('0.50')]
+    >>> cast_column(pa.array([0.125]), pa.decimal128(10, 2), "d", cast=True).to_pylist()
+    [Decimal('0.13')]
+    >>> cast_column(pa.array(["12"]), pa.int64(), "x")
+    Traceback (most recent call last):
+    ...
+    mergetable.core.errors.SchemaError: column 'x': the data holds strings (string) for the int64 column: ...
+    """
+    have = col.type
+    if have.equals(t):
+        return col
+    prefix = f"{what}: " if what else ""
+    numeric = pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_boolean(t)
+    textual = pa.types.is_string(have) or pa.types.is_large_string(have)
+    if textual and numeric and not cast:
+        raise SchemaError(
+            f"{prefix}the data holds strings ({have}) for the {t} column: strings are not read as values; {hint}",
+            column,
+        )
+    source = col
+    if pa.types.is_decimal(t) and (pa.types.is_floating(have) or pa.types.is_decimal(have)):
+        if cast:
+            source = pc.round(col, ndigits=t.scale, round_mode="half_towards_infinity")
+        elif pa.types.is_floating(have):
+            source = col.cast(pa.string())  # the shortest decimal spelling of each float, converted exactly
+    try:
+        return source.cast(t)
+    except _CAST_ERRORS as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        lossy = any(s in reason for s in ("would cause data loss", "would lose data", "truncated"))
+        raise SchemaError(
+            f"{prefix}cannot convert {have} to {t}: {reason}" + (f" (a value would change; {hint})" if lossy else ""),
+            column,
+        ) from None
 
 
 def row_kinds(n: int, row_kind: RowKindArg, column: str = "row_kind") -> pa.Array:

@@ -72,16 +72,20 @@ class TableWriter:
         """Called with the partitions of each input before anything is buffered or written (it may raise)."""
 
     # -- input ------------------------------------------------------------------------------------
-    def write(self, data: Any, row_kind: RowKindArg = None, target_columns: Sequence[str] | None = None) -> None:
+    def write(
+        self, data: Any, row_kind: RowKindArg = None, target_columns: Sequence[str] | None = None, cast: bool = False
+    ) -> None:
         """Buffer ``data`` with its row kinds, streamed where the input streams; see :meth:`mergetable.Table.write`.
 
         One kind per row needs the rows at once; otherwise a stream is buffered a batch at a time.
         """
         per_row = row_kind is not None and not isinstance(row_kind, str | int | RowKind)
         for table in [to_arrow_table(data)] if per_row else input_tables(data):
-            self._write_table(table, row_kind, target_columns)
+            self._write_table(table, row_kind, target_columns, cast)
 
-    def _write_table(self, table: pa.Table, row_kind: RowKindArg, target_columns: Sequence[str] | None) -> None:
+    def _write_table(
+        self, table: pa.Table, row_kind: RowKindArg, target_columns: Sequence[str] | None, cast: bool = False
+    ) -> None:
         rowkind_field = self.options.rowkind_field
         if rowkind_field is not None and row_kind is None and rowkind_field in table.schema.names:
             kinds = row_kinds(table.num_rows, table.column(rowkind_field), rowkind_field)
@@ -93,7 +97,7 @@ class TableWriter:
                 check_column(c, self.schema.column_names, "target column")
             cols = tuple(c for c in self.schema.column_names if c in cols)
         retracts = is_retract(np.asarray(kinds.to_numpy(zero_copy_only=False)))
-        table = conform(table, self.schema, cols, retracts=retracts if retracts.any() else None)
+        table = conform(table, self.schema, cols, retracts=retracts if retracts.any() else None, cast=cast)
         table, kinds = self._filter_kinds(table, kinds)
         if table.num_rows == 0:
             return

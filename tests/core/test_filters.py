@@ -145,3 +145,29 @@ def test_python_read_binds_filters_and_prunes_with_them(tmp_path: Path) -> None:
     assert len(t.plan(filter=[("p", "in", ["2024-01-02", "2024-01-09"])])) < len(t.plan())
     with pytest.raises(mt.FilterError, match="column 'p'"):
         t.read(filter=[("p", "=", "yesterday")])
+
+
+def test_numpy_scalars_are_literals_like_the_python_values_they_hold(tmp_path: Path) -> None:
+    np = pytest.importorskip("numpy")
+    pairs = [
+        (("x", "=", np.int64(3)), ("x", "=", 3)),
+        (("x", "<", np.uint8(3)), ("x", "<", 3)),
+        (("f", ">", np.float32(0.5)), ("f", ">", 0.5)),
+        (("f", "=", np.float64("nan")), ("f", "=", float("nan"))),
+        (("s", "=", np.str_("a")), ("s", "=", "a")),
+        (("d", "=", np.datetime64("2024-01-02")), ("d", "=", datetime.date(2024, 1, 2))),
+        (("ts", ">=", np.datetime64("2024-01-02T03:04:05.000001")), ("ts", ">=", "2024-01-02T03:04:05.000001")),
+        (("ntz", "=", np.datetime64("2024-01-02T03:04:05.123", "ns")), ("ntz", "=", "2024-01-02T03:04:05.123")),
+        (("ntz", "=", np.datetime64("2024-01-02T03:04:05.1234", "ns")), ("ntz", "in", [])),  # no such ms
+        (("x", "in", np.array([1, 2])), ("x", "in", [1, 2])),
+        (("x", "=", np.datetime64("NaT")), ("x", "in", [])),
+    ]
+    for numpy_literal, plain in pairs:
+        assert str(bind_filters([numpy_literal], SCHEMA)) == str(bind_filters([plain], SCHEMA)), numpy_literal
+    t = mt.create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64()), ("b", pa.bool_())]), ["id"])
+    t.write({"id": [1, 2, 3], "b": [True, False, True]})
+    first = np.asarray(t.read().column("id"))[0]  # numpy.int64, as df.id.iloc[0] gives
+    assert t.read(filter=[("id", "=", first), ("b", "=", np.bool_(True))]).to_pydict() == {"id": [1], "b": [True]}
+    t.delete([("id", "=", first)])
+    t.update([("id", "=", np.int64(2))], {"b": np.bool_(True)})
+    assert t.read().to_pydict() == {"id": [2, 3], "b": [True, True]}

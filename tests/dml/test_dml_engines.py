@@ -71,7 +71,9 @@ def test_merge_clause_order_and_plain_names(table_uri: str) -> None:
 
 def test_merge_into_an_empty_table_and_no_clause(table_uri: str) -> None:
     t = mt.create_table(table_uri, SCHEMA, ["id"])
-    assert t.merge({"id": [1], "name": ["a"], "v": [1.0]}).execute() is None
+    with pytest.raises(MergeError, match="no clause was added"):  # as in Delta: a merge needs a clause
+        t.merge({"id": [1], "name": ["a"], "v": [1.0]}).execute()
+    assert t.version is None
     t.merge([{"id": 1, "name": "a", "v": 1.0}]).when_not_matched_insert_all().execute()
     assert _rows(t) == [(1, "a", 1.0)]
 

@@ -108,3 +108,46 @@ def test_partial_update_and_ambiguous_matches_agree(spark: Any, table_uri: str) 
             spark.createDataFrame(dup.to_pylist(), "id long, name string, v double").alias("s"), "t.id = s.id"
         ).whenMatchedUpdateAll().execute()
     assert _rows(py) == _rows(sp)
+
+
+def _plain_rows(t: mt.Table) -> list[tuple[Any, ...]]:
+    """The rows with NaN spelled out (NaN is not equal to itself in a tuple comparison)."""
+    return sorted(tuple("NaN" if v != v else v for v in r.values()) for r in t.read().to_pylist())
+
+
+def test_evolved_schema_nan_conditions_and_no_clause_agree(spark: Any, table_uri: str) -> None:
+    py, sp = _pair(table_uri)
+    for t in (py, sp):
+        t.write({"id": [20], "name": ["nan"], "v": [float("nan")]})
+        t.alter.rename_column("name", "label")
+        t.alter.add_columns(pa.field("n", pa.int64()))  # the latest snapshot was written before both changes
+    dt = MergeTable.forPath(spark, sp.uri)
+    py.update(
+        [("id", "<", 3)], {"n": pc.field("id") * 2, "label": pc.binary_join_element_wise(pc.field("label"), "!", "")}
+    )
+    dt.update("id < 3", {"n": "id * 2", "label": "concat(label, '!')"})
+    assert _plain_rows(py) == _plain_rows(sp)
+
+    src = pa.table({"id": [1, 2, 20, 30], "w": [float("nan")] * 4})
+    (
+        py.merge(src)
+        .when_matched_update({"n": 9}, condition=pc.field("source.w") == pc.field("target.v"))
+        .when_matched_update({"n": 7}, condition=pc.field("source.w") > pc.field("target.v"))
+        .execute()
+    )
+    source = spark.createDataFrame(src.to_pylist(), "id long, w double").alias("source")
+    (
+        dt.alias("target")
+        .merge(source, "target.id = source.id")
+        .whenMatchedUpdate("source.w = target.v", set={"n": "9"})
+        .whenMatchedUpdate("source.w > target.v", set={"n": "7"})
+        .execute()
+    )
+    assert _plain_rows(py) == _plain_rows(sp)
+    assert {r["id"]: r["n"] for r in py.read(filter=[("id", "in", [1, 2, 20])]).to_pylist()} == {1: 7, 2: 7, 20: 9}
+
+    with pytest.raises(MergeError, match="no clause was added"):
+        py.merge(src).execute()
+    with pytest.raises(MergeError, match="no clause was added"):
+        dt.alias("t").merge(source.alias("s"), "t.id = s.id").execute()
+    assert _plain_rows(py) == _plain_rows(sp)
