@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 from mergetable.core.errors import MergeError, SchemaError
-from mergetable.core.schema import TableSchema
+from mergetable.core.schema import TableSchema, check_column
 from mergetable.dml.rules import check_assigned, check_delete, check_update
 
 E = TypeVar("E")
@@ -62,9 +62,7 @@ def resolve_columns(values: Mapping[str, Any], columns: Sequence[str], what: str
     out: dict[str, Any] = {}
     for name, value in values.items():
         column = name if name in columns else lower.get(str(name).lower())
-        if column is None:
-            raise SchemaError(f"{what} names a column the table does not have (columns: {list(columns)})", str(name))
-        out[column] = value
+        out[column if column is not None else check_column(str(name), columns, f"{what} column")] = value
     return out
 
 

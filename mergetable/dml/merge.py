@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 from mergetable.core.errors import SchemaError
 from mergetable.core.predicates import Predicate
 from mergetable.core.rowkind import RowKind
+from mergetable.core.schema import check_column
 from mergetable.dml.apply import Changes, DmlTable, apply_changes
 from mergetable.dml.clauses import (
     MATCHED,
@@ -78,8 +79,7 @@ class MergeBuilder:
         if not names or not all(isinstance(c, str) for c in names):
             raise SchemaError(f"argument 'on' must be a column name or a list of them, got {on!r}")
         for c in names:
-            if c not in columns:
-                raise SchemaError(f"argument 'on' names a column the table does not have (columns: {columns})", c)
+            check_column(c, columns, "argument 'on'")
             if c not in self._source.schema.names:
                 raise SchemaError(
                     f"argument 'on' names a column the source does not have ({self._source.schema.names})", c
