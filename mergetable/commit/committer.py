@@ -282,6 +282,8 @@ class Committer:
             properties=properties or None,
             next_sequence_number=next_seq,
         )
+        if self.snapshots.expired(new_id):  # the base is so old that this id was made and expired since
+            return None
         path = self.paths.snapshot_file(new_id)
         return snapshot if publish_snapshot_file(self.fileio, path, snapshot.to_json().encode()) else None
 

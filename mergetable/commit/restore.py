@@ -26,7 +26,13 @@ from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.pins import pin_files, unpin
 from mergetable.commit.snapshots import SnapshotManager, TagManager
 from mergetable.commit.travel import resolve_travel
-from mergetable.core.errors import ArgumentError, CommitConflictError, CommitStateUnknownError, SnapshotNotFoundError
+from mergetable.core.errors import (
+    ArgumentError,
+    CommitConflictError,
+    CommitStateUnknownError,
+    CorruptMetadataError,
+    SnapshotNotFoundError,
+)
 from mergetable.core.fileio import FileIO
 from mergetable.core.paths import PathFactory
 from mergetable.core.read_options import Timestamp, TimeTravel
@@ -161,7 +167,12 @@ def commit_state(
         rebases = schema.table_options.commit_max_retries
         for _ in range(rebases + 1):
             latest = snapshots.latest()
-            messages = _messages(manifests.live_entries(latest), wanted)
+            try:
+                messages = _messages(manifests.live_entries(latest), wanted)
+            except CorruptMetadataError:
+                if latest is None or snapshots.exists(latest.id):
+                    raise
+                continue  # expired while being read: a newer snapshot exists
             if not messages and not always:
                 return None
             base = latest.id if latest else None

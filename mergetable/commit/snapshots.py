@@ -51,6 +51,12 @@ class SnapshotManager:
         ids = self.list_ids()
         return ids[0] if ids else None
 
+    def expired(self, snapshot_id: int) -> bool:
+        """Whether expiration has passed ``snapshot_id`` (the EARLIEST hint, written before it deletes, is above
+        it): a commit must not create that id again."""
+        hint = self._read_hint(self.paths.earliest_hint)
+        return hint is not None and snapshot_id < hint
+
     def load(self, snapshot_id: int) -> Snapshot:
         path = self._snapshot_file(snapshot_id)
         try:
