@@ -17,10 +17,23 @@ from __future__ import annotations
 
 from mergetable.core.errors import ClockSkewError
 from mergetable.core.fileio import FileIO
+from mergetable.core.options import TableOptions
 from mergetable.core.read_options import iso_utc
 from mergetable.metadata.models import Snapshot
 
+DEFAULT_MAX_CLOCK_SKEW_MS = 60_000
+"""``commit.max-clock-skew`` when the table does not set it: one minute, as Iceberg's bound."""
 _FIX = "nothing was committed. Fix the clock, or raise 'commit.max-clock-skew'"
+
+
+def max_clock_skew(options: TableOptions) -> int:
+    """The table's ``commit.max-clock-skew`` in milliseconds.
+
+    >>> max_clock_skew(TableOptions.from_map({}))
+    60000
+    """
+    skew = options.commit_max_clock_skew
+    return DEFAULT_MAX_CLOCK_SKEW_MS if skew is None else skew
 
 
 def check_clock(fileio: FileIO, latest: Snapshot | None, now_ms: int, max_skew_ms: int, written: str) -> None:
@@ -56,4 +69,4 @@ def check_clock(fileio: FileIO, latest: Snapshot | None, now_ms: int, max_skew_m
         )
 
 
-__all__ = ["check_clock"]
+__all__ = ["DEFAULT_MAX_CLOCK_SKEW_MS", "check_clock", "max_clock_skew"]

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mergetable.commit.clock import check_clock
+from mergetable.commit.clock import check_clock, max_clock_skew
 from mergetable.commit.discard import discard_uncommitted
 from mergetable.commit.manifests import ManifestIO, fold
 from mergetable.commit.outcome import publish_snapshot_file
@@ -262,7 +262,7 @@ class Committer:
         removed = sum(e.file.row_count for e in delta if e.kind is FileKind.DELETE)
         new_id = (latest.id if latest else 0) + 1
         now = int(time.time() * 1000)
-        check_clock(self.fileio, latest, now, opts.commit_max_clock_skew, self.paths.manifest_file(delta_name))
+        check_clock(self.fileio, latest, now, max_clock_skew(opts), self.paths.manifest_file(delta_name))
         snapshot = Snapshot(
             id=new_id,
             schema_id=sid,
