@@ -7,6 +7,7 @@
 """
 
 from mergetable.core.errors import (
+    ClockSkewError,
     CommitConflictError,
     CommitStateUnknownError,
     CorruptMetadataError,
@@ -31,6 +32,7 @@ from mergetable.table import Table, create_table, open_table, table_exists
 __version__ = "0.1.0"
 
 __all__ = [
+    "ClockSkewError",
     "CommitConflictError",
     "CommitMessage",
     "CommitStateUnknownError",

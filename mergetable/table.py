@@ -12,7 +12,7 @@ from typing import Any, Unpack
 
 import pyarrow as pa
 
-from mergetable.commit.restore import restore
+from mergetable.commit.restore import resolve_target, restore
 from mergetable.commit.schemas import SchemaManager
 from mergetable.commit.store import TableStore
 from mergetable.commit.transaction import CommitArgs, WriteTransaction, open_writer
@@ -21,7 +21,6 @@ from mergetable.commit.txn import committed_version
 from mergetable.compaction.job import CompactionJob, Executor, Progress
 from mergetable.core.errors import (
     AlreadyCommittedError,
-    MergeTableError,
     TableExistsError,
     TableNotFoundError,
 )
@@ -293,19 +292,23 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
         return self.resolve_travel(TimeTravel.of(snapshot_id, timestamp_ms, tag, version))
 
     def restore(
-        self, snapshot_id: int | None = None, timestamp_ms: int | None = None, tag: str | None = None
+        self,
+        snapshot_id: int | str | None = None,
+        timestamp_ms: Timestamp | None = None,
+        tag: str | None = None,
+        version: int | str | None = None,
     ) -> Snapshot | None:
         """Commit a new snapshot with the state of an earlier one (Delta's RESTORE; nothing is removed).
 
-        See ``docs/evolution.md``. Returns None when the latest snapshot already has exactly those files.
+        The target is given as in time travel: exactly one of ``snapshot_id``, ``timestamp_ms``, ``tag`` and
+        ``version``. See ``docs/evolution.md``. Returns None when the latest snapshot already has exactly
+        those files.
 
         Example:
             >>> t.restore(snapshot_id=1).properties
             {'restored-from': '1'}
         """
-        target = self.resolve_snapshot(snapshot_id, timestamp_ms, tag)
-        if target is None:
-            raise MergeTableError("cannot restore an empty table (no snapshot yet)")
+        target = resolve_target(self._snapshots, self._tags, "restore", snapshot_id, timestamp_ms, tag, version)
         return restore(self.fileio, self.table_schema, target)
 
     def system_table(self, name: str, **time_travel: Any) -> pa.Table:

@@ -303,8 +303,17 @@ def _expire(table: Table, args: argparse.Namespace, out: Output) -> None:
 
 def _rollback(table: Table, args: argparse.Namespace, out: Output) -> None:
     r = table.rollback_to(snapshot_id=args.snapshot, tag=args.tag)
-    data = {"snapshot": r.snapshot_id, "removed_snapshots": r.removed_snapshots, "removed_tags": r.removed_tags}
-    out.emit(data, f"rolled back to snapshot {r.snapshot_id}: removed {len(r.removed_snapshots)} snapshot(s)")
+    data = {
+        "snapshot": r.snapshot_id,
+        "committed": r.committed,
+        "removed_snapshots": r.removed_snapshots,
+        "removed_tags": r.removed_tags,
+    }
+    made = f" as snapshot {r.committed}" if r.committed is not None else ""
+    out.emit(
+        data,
+        f"rolled back to snapshot {r.snapshot_id}{made}: {len(r.removed_snapshots)} snapshot(s) left the history",
+    )
 
 
 def _orphans(table: Table, args: argparse.Namespace, out: Output) -> None:

@@ -18,13 +18,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mergetable.commit.clock import check_clock, max_clock_skew
 from mergetable.commit.manifests import ManifestIO, fold
 from mergetable.commit.outcome import publish_snapshot_file
 from mergetable.commit.overwrite import Overwrite
 from mergetable.commit.sequence import assign_sequence_numbers, next_sequence_number
 from mergetable.commit.snapshots import SnapshotManager
 from mergetable.commit.txn import carried_properties, committed_version
-from mergetable.core.errors import AlreadyCommittedError, CommitConflictError, CommitStateUnknownError
+from mergetable.core.errors import (
+    AlreadyCommittedError,
+    CommitConflictError,
+    CommitStateUnknownError,
+    CorruptMetadataError,
+)
 from mergetable.core.fileio import FileIO
 from mergetable.core.paths import PathFactory
 from mergetable.core.predicates import comparable
@@ -87,11 +93,16 @@ class Committer:
         return out
 
     def commit_kind(
-        self, messages: Sequence[CommitMessage], kind: CommitKind, identifier: int, properties: dict[str, str]
+        self,
+        messages: Sequence[CommitMessage],
+        kind: CommitKind,
+        identifier: int,
+        properties: dict[str, str],
+        precondition: Precondition | None = None,
     ) -> Snapshot:
         """Commit the data increment of ``messages`` as one snapshot of ``kind`` with conflict checks
-        (a restore: OVERWRITE whose deleted files must still be live)."""
-        return self._commit_with_retry(messages, kind, identifier, None, properties)
+        (a restore: OVERWRITE whose deleted files must still be live, on the snapshot ``precondition`` accepts)."""
+        return self._commit_with_retry(messages, kind, identifier, None, properties, precondition=precondition)
 
     # -- the retry loop ------------------------------------------------------------------------------
     def _commit_with_retry(
@@ -110,6 +121,7 @@ class Committer:
         first_latest: int | None = None
         storage_failures = 0
         while True:
+            latest = None
             try:
                 latest = self.snapshots.latest()
                 if attempt == 0:
@@ -126,6 +138,10 @@ class Committer:
                         raise AlreadyCommittedError(txn.app_id, txn.version, committed)
                 props = carried_properties(latest, properties, txn)
                 result = self._try_commit_once(latest, messages, kind, identifier, overwrite, props)
+            except CorruptMetadataError:
+                if latest is None or self.snapshots.exists(latest.id):
+                    raise
+                result = None  # the base was expired while being read: a newer snapshot exists, lose the race
             except OSError:
                 # Nothing of this attempt can be published (the snapshot create was not reached or was
                 # resolved as not ours), so the attempt is simply made again, a few times.
@@ -213,6 +229,8 @@ class Committer:
         added = sum(e.file.row_count for e in delta if e.kind is FileKind.ADD)
         removed = sum(e.file.row_count for e in delta if e.kind is FileKind.DELETE)
         new_id = (latest.id if latest else 0) + 1
+        now = int(time.time() * 1000)
+        check_clock(self.fileio, latest, now, max_clock_skew(opts), self.paths.manifest_file(delta_name))
         snapshot = Snapshot(
             id=new_id,
             schema_id=sid,
@@ -225,13 +243,15 @@ class Committer:
             commit_user=self.commit_user,
             commit_identifier=identifier,
             commit_kind=kind,
-            time_millis=max(int(time.time() * 1000), latest.time_millis if latest else 0),
+            time_millis=max(now, latest.time_millis if latest else 0),
             total_record_count=(latest.total_record_count if latest else 0) + added - removed,
             delta_record_count=added - removed,
             changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
             properties=properties or None,
             next_sequence_number=next_seq,
         )
+        if self.snapshots.expired(new_id):  # the base is so old that this id was made and expired since
+            return None
         path = self.paths.snapshot_file(new_id)
         return snapshot if publish_snapshot_file(self.fileio, path, snapshot.to_json().encode()) else None
 

@@ -18,15 +18,17 @@ from __future__ import annotations
 
 import datetime
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
+from functools import partial
 
 from mergetable.commit.consumers import ConsumerManager
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.orphans import DAY_MS, candidates, check_cutoff, prune_staging
+from mergetable.commit.pins import pinned_files, stale_pins
 from mergetable.commit.restore import RESTORED_FROM
 from mergetable.commit.snapshots import SnapshotManager, TagManager
-from mergetable.core.errors import OptionsError
+from mergetable.core.errors import CorruptMetadataError, OptionsError, SnapshotNotFoundError
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import TableOptions
 from mergetable.core.paths import PathFactory
@@ -190,34 +192,73 @@ def expire_snapshots(
     snapshots.write_earliest_hint(end)
     for sid in result.expired_snapshots:
         fileio.delete(paths.snapshot_file(sid))
+    pinned = pinned_files(fileio)  # read after the snapshots are gone: a restore of one of them pinned first
+    result.deleted_files = [p for p in result.deleted_files if p not in pinned]
     fileio.delete_quietly(result.deleted_files)
     return result
 
 
 def used_files(fileio: FileIO, schema: TableSchema, dropped_tags: Collection[str] = ()) -> set[str]:
-    """Absolute paths of every file any snapshot or tag (but ``dropped_tags``) references (data, changelog,
-    manifests)."""
-    snapshots = SnapshotManager(fileio)
+    """Absolute paths of every file any snapshot, tag (but ``dropped_tags``) or pin references (data, changelog,
+    manifests).
+
+    Snapshots expired while they are read are skipped, and the listing is repeated until its newest snapshot
+    was read: what a vanished snapshot used that is still needed, a newer one uses. Pins are read last (see
+    :mod:`mergetable.commit.pins`)."""
+    snapshots, tag_manager = SnapshotManager(fileio), TagManager(fileio)
     manifests = ManifestIO(fileio)
     paths = PathFactory.for_table(fileio.root, schema)
-    tags = [tag for name, tag in TagManager(fileio).list().items() if name not in dropped_tags]
-    snaps: list[Snapshot] = [*snapshots.snapshots(), *tags]
+    holders: list[tuple[Snapshot, Callable[[], bool]]] = [
+        (snap, partial(snapshots.exists, snap.id)) for snap in _all_snapshots(snapshots)
+    ]
+    for name in tag_manager.list_names():
+        if name in dropped_tags:
+            continue
+        try:
+            holders.append((tag_manager.get(name), partial(tag_manager.exists, name)))
+        except SnapshotNotFoundError:  # deleted meanwhile
+            continue
     used: set[str] = set()
     seen_manifests: set[str] = set()
-    for snap in snaps:
-        names = _manifest_names(manifests, snap)
-        used.update(paths.manifest_file(n) for n in names)
-        lists = [snap.base_manifest_list, snap.delta_manifest_list, snap.changelog_manifest_list]
-        for lst in lists:
-            if lst is None:
+    for snap, still_there in holders:
+        try:
+            used |= _references(manifests, paths, snap, seen_manifests)
+        except CorruptMetadataError:
+            if still_there():
+                raise
+            continue  # expired while being read: its manifests went with it
+    return used | pinned_files(fileio)
+
+
+def _references(manifests: ManifestIO, paths: PathFactory, snap: Snapshot, seen_manifests: set[str]) -> set[str]:
+    used = {paths.manifest_file(n) for n in _manifest_names(manifests, snap)}
+    for lst in (snap.base_manifest_list, snap.delta_manifest_list, snap.changelog_manifest_list):
+        if lst is None:
+            continue
+        for meta in manifests.read_list(lst):
+            if meta.file_name in seen_manifests:
                 continue
-            for meta in manifests.read_list(lst):
-                if meta.file_name in seen_manifests:
-                    continue
-                seen_manifests.add(meta.file_name)
-                for e in manifests.read_manifest(meta.file_name):
-                    used.add(paths.data_file(e.partition, e.bucket, e.file.file_name))
+            entries = manifests.read_manifest(meta.file_name)
+            seen_manifests.add(meta.file_name)
+            used.update(paths.data_file(e.partition, e.bucket, e.file.file_name) for e in entries)
     return used
+
+
+def _all_snapshots(snapshots: SnapshotManager) -> list[Snapshot]:
+    loaded: dict[int, Snapshot] = {}
+    seen: set[int] = set()
+    while True:
+        ids = snapshots.list_ids()
+        for sid in ids:
+            if sid in seen:
+                continue
+            seen.add(sid)
+            try:
+                loaded[sid] = snapshots.load(sid)
+            except SnapshotNotFoundError:  # expired meanwhile
+                continue
+        if not ids or ids[-1] in loaded:
+            return [loaded[i] for i in sorted(loaded)]
 
 
 def remove_orphan_files(
@@ -242,4 +283,5 @@ def remove_orphan_files(
     if not dry_run:
         fileio.delete_quietly(orphans)
         prune_staging(fileio, orphans)
+        fileio.delete_quietly(stale_pins(fileio, cutoff))  # after the files: they protected this run
     return orphans

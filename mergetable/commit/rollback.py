@@ -1,22 +1,23 @@
-"""Rollback to a snapshot or tag, and expiry of tags by their retention (Paimon's semantics).
+"""Rollback to a snapshot or tag (Paimon's ``rollback_to``, made safe for concurrent writers), and tag retention.
 
-Rolling back to snapshot ``T`` (or to a tag on ``T``):
+Rolling back to snapshot ``T`` (or to a tag, a timestamp or a version, as in time travel):
 
-* the ``LATEST`` hint is set to ``T`` first, then every snapshot after ``T`` is deleted, newest first, so a
-  reader never sees a snapshot whose predecessor is gone; their changelog goes with them;
-* every tag on a snapshot after ``T`` is deleted;
-* the data, changelog and manifest files that only the removed snapshots and tags referenced are deleted:
-  never a file that a kept snapshot or tag references;
-* a rollback to a tag whose snapshot was already expired writes the tag's snapshot back as
-  ``snapshot-T`` (and the ``EARLIEST`` hint), as Paimon does;
-* a rollback to an expired snapshot that no tag holds fails with :class:`SnapshotNotFoundError` naming it,
-  before anything changes.
+* commits a new snapshot ``R`` (the latest + 1, kind OVERWRITE, properties ``restored-from`` and
+  ``rolled-back-to`` = ``T``) whose live files are exactly ``T``'s: the table's state is ``T``'s again;
+* takes the snapshots between ``T`` and ``R`` out of the table's history (:func:`visible`: ``snapshots()``,
+  ``history()``); their files stay until expiration or orphan cleaning removes them, so a reader of one
+  of them is never cut off, and time travel by id still reaches them until they expire;
+* deletes every tag on a snapshot after ``T``.
 
-Concurrent commits: a writer that committed on a snapshot being removed publishes a snapshot numbered
-above ``T + 1`` (a commit on the rolled-back state gets exactly ``T + 1``). Such a commit is detected after
-the snapshot files are removed; the rollback then stops before deleting any data file and raises
-:class:`RollbackConflictError` naming the snapshots that landed (run the rollback again to discard them
-too, or keep them).
+Nothing is deleted that anything may still use: the files only the rolled-back snapshots and tags used are
+left to snapshot expiration and orphan cleaning. Snapshot ids only grow, so no id is ever reused with other
+contents. Being a commit, a rollback races like any commit: a writer that committed on a rolled-back snapshot
+either landed before ``R`` (and is rolled back with the rest) or is rebased onto ``R``; a compaction of
+rolled-back files fails its conflict check. The files ``R`` commits again are pinned against concurrent
+expiration and orphan cleaning (:mod:`mergetable.commit.pins`).
+
+A rollback to the latest snapshot changes nothing; a rollback to an expired snapshot that no tag holds fails
+with :class:`SnapshotNotFoundError` naming it, before anything changes.
 """
 
 from __future__ import annotations
@@ -27,32 +28,26 @@ from dataclasses import dataclass, field
 
 from mergetable.commit.maintenance import used_files
 from mergetable.commit.manifests import ManifestIO
+from mergetable.commit.restore import RESTORED_FROM, ROLLED_BACK_TO, commit_state, resolve_target
 from mergetable.commit.snapshots import SnapshotManager, TagManager
-from mergetable.core.errors import ArgumentError, CommitConflictError, SnapshotNotFoundError
+from mergetable.core.errors import ArgumentError, SnapshotNotFoundError
 from mergetable.core.fileio import FileIO
 from mergetable.core.paths import PathFactory
+from mergetable.core.read_options import Timestamp
 from mergetable.core.schema import TableSchema
-from mergetable.metadata.models import FileKind, Snapshot, Tag
-
-
-class RollbackConflictError(CommitConflictError):
-    """Commits landed on snapshots that a rollback was removing."""
-
-    def __init__(self, target: int, landed: list[int]) -> None:
-        self.target = target
-        self.landed = landed
-        super().__init__(
-            f"rollback to snapshot {target}: snapshot(s) {landed} were committed concurrently on snapshots the "
-            "rollback removed; no data file was deleted. Roll back again to discard them, or keep them."
-        )
+from mergetable.metadata.models import Snapshot, Tag
 
 
 @dataclass
 class RollbackResult:
+    """What a rollback did: ``snapshot_id`` is the target, ``committed`` the new latest snapshot with its state
+    (None when the target already was the latest), ``removed_snapshots`` the ids that left the history (newest
+    first) and ``removed_tags`` the tags deleted."""
+
     snapshot_id: int
+    committed: int | None = None
     removed_snapshots: list[int] = field(default_factory=list)
     removed_tags: list[str] = field(default_factory=list)
-    deleted_files: list[str] = field(default_factory=list)
 
 
 def retained_ms(value: datetime.timedelta | int | None) -> int | None:
@@ -70,74 +65,71 @@ def retained_ms(value: datetime.timedelta | int | None) -> int | None:
     return ms
 
 
-def _target(snapshots: SnapshotManager, tags: TagManager, snapshot_id: int | None, tag: str | None) -> Snapshot:
-    if (snapshot_id is None) == (tag is None):
-        raise ArgumentError("snapshot_id", "rollback_to needs exactly one of snapshot_id and tag")
-    if tag is not None:
-        return tags.get(tag).to_snapshot()
-    assert snapshot_id is not None
-    if snapshots.exists(snapshot_id):
-        return snapshots.load(snapshot_id)
-    for t in tags.list().values():  # an expired snapshot a tag still holds (Paimon falls back to the tag)
-        if t.id == snapshot_id:
-            return t.to_snapshot()
-    earliest, latest = snapshots.earliest_id(), snapshots.latest_id()
-    if earliest is not None and snapshot_id < earliest:
-        raise SnapshotNotFoundError(
-            f"cannot roll back to snapshot {snapshot_id}: it has expired (the earliest snapshot is {earliest}) and "
-            "no tag holds it"
-        )
-    raise SnapshotNotFoundError(f"cannot roll back to snapshot {snapshot_id}: it does not exist (latest is {latest})")
+def visible(snapshots: list[Snapshot]) -> list[Snapshot]:
+    """The snapshots of the table's history, oldest first: from the latest back, a rollback's snapshot leads to
+    its target, every other snapshot to the one before it (rolled-back snapshots are left out).
+
+    >>> from mergetable.metadata.models import CommitKind
+    >>> def snap(i, to=None):
+    ...     props = {ROLLED_BACK_TO: str(to)} if to else None
+    ...     return Snapshot(id=i, schema_id=0, base_manifest_list="b", delta_manifest_list="d", commit_user="u",
+    ...                     commit_identifier=i, commit_kind=CommitKind.APPEND, time_millis=i, properties=props,
+    ...                     total_record_count=0, delta_record_count=0)
+    >>> [s.id for s in visible([snap(1), snap(2), snap(3), snap(4, to=1), snap(5)])]
+    [1, 4, 5]
+    """
+    by_id = {s.id: s for s in snapshots}
+    ids = sorted(by_id)
+    out: list[Snapshot] = []
+    pos = len(ids) - 1
+    while pos >= 0:
+        snap = by_id[ids[pos]]
+        out.append(snap)
+        target = (snap.properties or {}).get(ROLLED_BACK_TO)
+        if target is not None and target.isdigit():
+            while pos >= 0 and ids[pos] > int(target):
+                pos -= 1
+        else:
+            pos -= 1
+    return out[::-1]
 
 
-def _referenced(paths: PathFactory, manifests: ManifestIO, snap: Snapshot) -> set[str]:
-    """Files a removed snapshot added or referenced through its own manifests: the deletion candidates."""
-    out = {paths.manifest_file(n) for n in _lists(snap)}
-    metas = [m for lst in _lists(snap) for m in manifests.read_list(lst)]
-    out |= {paths.manifest_file(m.file_name) for m in metas}
-    for e in [*manifests.delta_entries(snap), *manifests.changelog_entries(snap)]:
-        if e.kind is FileKind.ADD:
-            out.add(paths.data_file(e.partition, e.bucket, e.file.file_name))
-    return out
+def rollback_to(
+    fileio: FileIO,
+    schema: TableSchema,
+    snapshot_id: int | str | None = None,
+    timestamp_ms: Timestamp | None = None,
+    tag: str | None = None,
+    version: int | str | None = None,
+) -> RollbackResult:
+    """Make the state of the target the latest again (see the module docstring)."""
+    snapshots, tags = SnapshotManager(fileio), TagManager(fileio)
+    target = resolve_target(snapshots, tags, "roll back to", snapshot_id, timestamp_ms, tag, version)
+    tid = target.snapshot.id
+    result = RollbackResult(tid)
+    latest = snapshots.latest_id()
+    if latest != tid:
+        before = visible(snapshots.snapshots())
+        props = {RESTORED_FROM: str(tid), ROLLED_BACK_TO: str(tid)}
+        committed = commit_state(fileio, schema, target, props, always=True)
+        assert committed is not None
+        result.committed = committed.id
+        after = {s.id for s in visible(snapshots.snapshots())}
+        result.removed_snapshots = [s.id for s in reversed(before) if s.id not in after and s.id > tid]
+    end = result.committed if result.committed is not None else (latest or tid) + 1
+    for name, t in sorted(tags.list().items()):
+        if tid < t.id < end:
+            try:
+                tags.delete(name)
+            except SnapshotNotFoundError:  # deleted concurrently
+                continue
+            result.removed_tags.append(name)
+    return result
 
 
 def _lists(snap: Snapshot) -> list[str]:
     names = [snap.base_manifest_list, snap.delta_manifest_list]
     return names + ([snap.changelog_manifest_list] if snap.changelog_manifest_list else [])
-
-
-def rollback_to(
-    fileio: FileIO, schema: TableSchema, snapshot_id: int | None = None, tag: str | None = None
-) -> RollbackResult:
-    snapshots, tags, manifests = SnapshotManager(fileio), TagManager(fileio), ManifestIO(fileio)
-    paths = PathFactory.for_table(fileio.root, schema)
-    target = _target(snapshots, tags, snapshot_id, tag)
-    tid = target.id
-    result = RollbackResult(tid)
-    removed = [snapshots.load(i) for i in reversed(snapshots.list_ids()) if i > tid]  # listed: gaps included
-    doomed_tags = {name: t for name, t in tags.list().items() if t.id > tid}
-    candidates: set[str] = set()
-    for snap in [*removed, *doomed_tags.values()]:
-        candidates |= _referenced(paths, manifests, snap)
-
-    snapshots.commit_hint(tid)
-    for snap in removed:
-        fileio.delete_quietly([paths.snapshot_file(snap.id)])
-        result.removed_snapshots.append(snap.id)
-    landed = [i for i in snapshots.list_ids() if i > tid + 1]
-    if landed:
-        raise RollbackConflictError(tid, landed)
-    for name in sorted(doomed_tags):
-        tags.delete(name)
-        result.removed_tags.append(name)
-    if not snapshots.exists(tid):  # a tag's snapshot that was expired: bring it back
-        fileio.write_if_absent(paths.snapshot_file(tid), target.to_json().encode())
-        snapshots.write_earliest_hint(tid)
-    snapshots.commit_hint(tid)
-    used = used_files(fileio, schema)
-    result.deleted_files = sorted(candidates - used)
-    fileio.delete_quietly(result.deleted_files)
-    return result
 
 
 def expired_tags(tags: dict[str, Tag], now_ms: int) -> list[str]:
@@ -195,11 +187,11 @@ def iso_duration(ms: int | None) -> str | None:
 
 
 __all__ = [
-    "RollbackConflictError",
     "RollbackResult",
     "expire_tags",
     "expired_tags",
     "iso_duration",
     "retained_ms",
     "rollback_to",
+    "visible",
 ]

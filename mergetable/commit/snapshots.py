@@ -51,6 +51,12 @@ class SnapshotManager:
         ids = self.list_ids()
         return ids[0] if ids else None
 
+    def expired(self, snapshot_id: int) -> bool:
+        """Whether expiration has passed ``snapshot_id`` (the EARLIEST hint, written before it deletes, is above
+        it): a commit must not create that id again."""
+        hint = self._read_hint(self.paths.earliest_hint)
+        return hint is not None and snapshot_id < hint
+
     def load(self, snapshot_id: int) -> Snapshot:
         path = self._snapshot_file(snapshot_id)
         try:
@@ -74,7 +80,14 @@ class SnapshotManager:
         raise SnapshotNotFoundError(f"the latest snapshot kept disappearing ({_LATEST_ATTEMPTS} attempts)")
 
     def snapshots(self) -> list[Snapshot]:
-        return [self.load(i) for i in self.list_ids()]
+        """Every snapshot file's snapshot, oldest first (one expired between listing and loading is left out)."""
+        out = []
+        for i in self.list_ids():
+            try:
+                out.append(self.load(i))
+            except SnapshotNotFoundError:
+                continue
+        return out
 
     def commit_hint(self, snapshot_id: int) -> None:
         """Best-effort LATEST hint update (readers verify it; the commit is done whatever happens here)."""
@@ -169,6 +182,10 @@ class TagManager:
             raise SnapshotNotFoundError(f"tag '{name}' does not exist")
         self.fileio.delete(self._path(name))
 
-    def list(self) -> dict[str, Tag]:
+    def list_names(self) -> list[str]:
+        """The names of every tag, sorted."""
         names = (self.paths.tag_name(n) for n in sorted(self.fileio.list_names(self.paths.tag_dir)))
-        return {name: self.get(name) for name in names if name is not None}
+        return [name for name in names if name is not None]
+
+    def list(self) -> dict[str, Tag]:
+        return {name: self.get(name) for name in self.list_names()}

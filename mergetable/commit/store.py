@@ -16,7 +16,7 @@ import pyarrow as pa
 from mergetable.commit.alter import TableAlter
 from mergetable.commit.maintenance import ExpireResult, expire_policy, expire_snapshots, remove_orphan_files
 from mergetable.commit.manifests import ManifestIO
-from mergetable.commit.rollback import RollbackResult, expire_tags, retained_ms, rollback_to
+from mergetable.commit.rollback import RollbackResult, expire_tags, retained_ms, rollback_to, visible
 from mergetable.commit.snapshots import SnapshotManager, TagManager
 from mergetable.commit.travel import resolve_travel
 from mergetable.core.errors import MergeTableError
@@ -176,13 +176,13 @@ class TableStore:
         return PathFactory.for_table(self.fileio.root, self.table_schema)
 
     def snapshots(self) -> list[Snapshot]:
-        """Every kept snapshot, oldest first.
+        """The table's history: every kept snapshot, oldest first, but those a rollback took out of it.
 
         Example:
             >>> [(s.id, s.commit_kind.name) for s in t.snapshots()]
             [(1, 'APPEND'), (2, 'APPEND')]
         """
-        return self._snapshots.snapshots()
+        return visible(self._snapshots.snapshots())
 
     def latest_snapshot(self) -> Snapshot | None:
         """The newest snapshot (None for a table never written).
@@ -257,20 +257,29 @@ class TableStore:
         retained = retained_ms(time_retained if time_retained is not None else time_retained_ms)
         return self._tags.create(name, snap, retained)
 
-    def rollback_to(self, snapshot_id: int | None = None, tag: str | None = None) -> RollbackResult:
-        """Make a snapshot (or a tag's snapshot) the latest again: later snapshots, their changelog and the
-        tags after it are removed, then the files only they used (see ``docs/evolution.md``).
+    def rollback_to(
+        self,
+        snapshot_id: int | str | None = None,
+        timestamp_ms: Timestamp | None = None,
+        tag: str | None = None,
+        version: int | str | None = None,
+    ) -> RollbackResult:
+        """Make a snapshot's state the latest again, with a new commit; the snapshots after it leave the history
+        and the tags after it are deleted (see ``docs/evolution.md``).
+
+        The target is given as in time travel: exactly one of ``snapshot_id``, ``timestamp_ms``, ``tag`` and
+        ``version``. Safe with concurrent writers, expiration and orphan cleaning; it deletes no data file.
 
         Raises:
+            ArgumentError: None or several targets given.
             SnapshotNotFoundError: The snapshot expired (and no tag holds it) or never existed; nothing changed.
-            RollbackConflictError: Commits landed on the snapshots being removed.
 
         Example:
             >>> w = mt.open_table(t.uri); _ = w.write(pa.table({"id": [8], "v": ["h"]}))
-            >>> r = w.rollback_to(snapshot_id=w.latest_snapshot_id() - 1); len(r.removed_snapshots)
-            1
+            >>> r = w.rollback_to(snapshot_id=str(w.latest_snapshot_id() - 1)); r.removed_snapshots == [r.committed - 1]
+            True
         """
-        return rollback_to(self.fileio, self.table_schema, snapshot_id, tag)
+        return rollback_to(self.fileio, self.table_schema, snapshot_id, timestamp_ms, tag, version)
 
     def delete_tag(self, name: str) -> None:
         """Delete a tag (its snapshot's files go with the next expiration).

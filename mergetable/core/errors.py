@@ -56,6 +56,10 @@ class CommitConflictError(MergeTableError):
     """A commit conflicts with a concurrent one and cannot be retried (or retries were exhausted)."""
 
 
+class ClockSkewError(CommitConflictError):
+    """The latest snapshot is dated further ahead of this writer's clock than ``commit.max-clock-skew``."""
+
+
 class CommitStateUnknownError(MergeTableError):
     """A commit may or may not have landed (storage failed after the snapshot write was attempted)."""
 
@@ -169,6 +173,7 @@ class UnknownOptionsWarning(UserWarning):
 __all__ = [
     "AlreadyCommittedError",
     "ArgumentError",
+    "ClockSkewError",
     "CommitConflictError",
     "CommitStateUnknownError",
     "CorruptMetadataError",

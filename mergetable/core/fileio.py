@@ -100,6 +100,13 @@ class FileIO:
     def size(self, path: str) -> int:
         return int(self.fs.size(path))
 
+    def mtime(self, path: str) -> float | None:
+        """The modification time (seconds) the storage gave ``path``, where it reports one as a number or time."""
+        try:
+            return _mtime(self.fs.info(path))
+        except (ValueError, TypeError):  # reported in a form this does not read
+            return None
+
     def list_names(self, directory: str) -> list[str]:
         """Base names in ``directory`` (empty if it does not exist)."""
         self._fresh(directory)

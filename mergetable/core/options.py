@@ -221,6 +221,7 @@ class TableOptions(BaseModel):
     commit_timeout: Duration | None = Field(None, alias="commit.timeout")
     commit_min_retry_wait: Duration = Field(10, alias="commit.min-retry-wait")
     commit_max_retry_wait: Duration = Field(10_000, alias="commit.max-retry-wait")
+    commit_max_clock_skew: Duration | None = Field(None, alias="commit.max-clock-skew")  # None: 1 min
     manifest_merge_min_count: Int = Field(30, alias="manifest.merge-min-count")
     manifest_target_file_size: MemorySize = Field(8 * MIB, alias="manifest.target-file-size")
     manifest_full_compaction_threshold_size: MemorySize = Field(
@@ -357,6 +358,7 @@ _DURATION_FIELDS = frozenset(
         "commit_timeout",
         "commit_min_retry_wait",
         "commit_max_retry_wait",
+        "commit_max_clock_skew",
         "snapshot_time_retained",
         "changelog_compaction_interval",
         "consumer_expiration_time",

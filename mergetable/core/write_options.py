@@ -40,6 +40,7 @@ WRITE_TUNABLES = frozenset(
         "commit.timeout",
         "commit.min-retry-wait",
         "commit.max-retry-wait",
+        "commit.max-clock-skew",
     }
 )
 

@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.operation import operation_of
+from mergetable.commit.rollback import visible
 from mergetable.commit.snapshots import SnapshotManager
 from mergetable.core.errors import OptionsError
 from mergetable.core.fileio import FileIO
@@ -40,7 +41,7 @@ def history(fileio: FileIO, limit: int | None = None) -> pa.Table:
     """The history table of the table at ``fileio`` (at most ``limit`` rows, newest first)."""
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise OptionsError("limit", f"must be an integer >= 0 or None, got {limit!r}")
-    snaps = sorted(SnapshotManager(fileio).snapshots(), key=lambda s: -s.id)[:limit]
+    snaps = visible(SnapshotManager(fileio).snapshots())[::-1][:limit]
     manifests = ManifestIO(fileio)
     rows = []
     for s in snaps:

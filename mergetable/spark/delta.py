@@ -192,8 +192,9 @@ class MergeTable:
         return self.table.restore(timestamp_ms=ms)
 
     def rollbackTo(self, version: int | str) -> RollbackResult:
-        """Paimon's rollback (not Delta's restore): snapshot ``version`` (an id, or a tag name) becomes the
-        latest again and every later snapshot and tag is removed (:meth:`mergetable.Table.rollback_to`)."""
+        """Paimon's rollback (not Delta's restore): the state of snapshot ``version`` (an id, or a tag name) is
+        committed as the latest, later snapshots leave the history and later tags are deleted
+        (:meth:`mergetable.Table.rollback_to`)."""
         text = str(version).strip()
         if not text.isdigit() or (isinstance(version, str) and text in self.table.tags()):
             return self.table.rollback_to(tag=text)

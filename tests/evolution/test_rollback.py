@@ -1,4 +1,5 @@
-"""Rollback to a snapshot or tag, tag retention, and the rollback command line (Paimon's semantics)."""
+"""Rollback to a snapshot or tag (a new commit with the target's state), tag retention, and the rollback command
+line."""
 
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ from hypothesis import strategies as st
 
 import mergetable as mt
 from mergetable.commit.maintenance import used_files
-from mergetable.commit.rollback import RollbackConflictError, iso_duration, retained_ms
+from mergetable.commit.restore import RESTORED_FROM, ROLLED_BACK_TO
+from mergetable.commit.rollback import iso_duration, retained_ms
 from mergetable.commit.snapshots import SnapshotManager
-from mergetable.core.errors import MergeTableError, SnapshotNotFoundError
+from mergetable.core.errors import ArgumentError, MergeTableError, OptionsError, SnapshotNotFoundError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("v", pa.float64())])
 
@@ -58,20 +60,30 @@ def test_rollback_to_snapshot_removes_later_snapshots_tags_and_files(table_uri: 
     t.create_tag("early", snapshot_id=1)
     t.create_tag("late", snapshot_id=4)
     t.compact(full=True)
+    before = _files_on_disk(table_uri)
     result = t.rollback_to(snapshot_id=3)
+    assert (result.snapshot_id, result.committed) == (3, 7)  # a new commit: ids only grow
     assert result.removed_snapshots == [6, 5, 4]
     assert result.removed_tags == ["late"]
-    assert [s.id for s in t.snapshots()] == [1, 2, 3]
-    assert t.latest_snapshot_id() == 3
+    assert [s.id for s in t.snapshots()] == [1, 2, 3, 7]  # the rolled-back snapshots left the history
+    assert [r["version"] for r in t.history().to_pylist()] == [7, 3, 2, 1]
+    assert t.history().column("operation").to_pylist()[0] == "ROLLBACK"
+    assert t.latest_snapshot_id() == 7
+    assert t.snapshot(7).properties == {RESTORED_FROM: "3", ROLLED_BACK_TO: "3"}
     assert list(t.tags()) == ["early"]
     assert _rows(mt.open_table(table_uri)) == states[3]
     assert _rows(t, tag="early") == states[1]
+    assert _rows(t, snapshot_id=5) == states[5]  # a reader of a rolled-back snapshot is never cut off
+    assert before - _files_on_disk(table_uri) == {t.fileio.join("tag", "tag-late")}  # no data file deleted
     _every_reference_exists(t)
-    assert result.deleted_files and not any(os.path.exists(p) for p in result.deleted_files)
+    _write(t, 7)  # commits continue after the rollback's snapshot
+    assert t.latest_snapshot_id() == 8
+    assert t.changelog(7, 8).num_rows == 2
+    t.expire_snapshots(retain_last=2)  # the rolled-back snapshots' files go with expiration
+    assert [s.id for s in t.snapshots()] == [7, 8]
+    expected = {r[:2]: r for r in states[3]} | {(1, "a"): (1, "a", 7.0), (17, "a"): (17, "a", -7.0)}
+    assert _rows(t) == sorted(expected.values())
     assert t.remove_orphan_files(older_than_ms=2**62, force=True) == []  # nothing unreferenced is left behind
-    _write(t, 7)  # commits continue after the rolled-back snapshot, with the hints fixed
-    assert t.latest_snapshot_id() == 4
-    assert t.changelog(3, 4).num_rows == 2
 
 
 def test_rollback_to_tag_whose_snapshot_expired(table_uri: str) -> None:
@@ -82,10 +94,11 @@ def test_rollback_to_tag_whose_snapshot_expired(table_uri: str) -> None:
     tagged = _rows(t, tag="keep")
     t.expire_snapshots()
     assert _earliest(t) == 4
-    t.rollback_to(tag="keep")
-    assert [s.id for s in t.snapshots()] == [2]
-    assert _earliest(t) == t.latest_snapshot_id() == 2
-    assert _rows(t) == tagged and _rows(t, snapshot_id=2) == tagged
+    result = t.rollback_to(tag="keep")
+    assert (result.snapshot_id, result.committed, result.removed_snapshots) == (2, 6, [5, 4])
+    assert [s.id for s in t.snapshots()] == [6]
+    assert t.latest_snapshot_id() == 6 and t.snapshot(6).properties == {RESTORED_FROM: "2", ROLLED_BACK_TO: "2"}
+    assert _rows(t) == tagged and _rows(t, snapshot_id=6) == tagged
     assert list(t.tags()) == ["keep"]
     _every_reference_exists(t)
 
@@ -99,7 +112,7 @@ def test_rollback_by_id_to_an_expired_snapshot_held_by_a_tag(table_uri: str) -> 
     t.expire_snapshots()
     assert _earliest(t) == 3
     t.rollback_to(snapshot_id=1)  # Paimon falls back to a tag on the expired snapshot
-    assert [s.id for s in t.snapshots()] == [1] and _rows(t) == tagged
+    assert [s.id for s in t.snapshots()] == [4] and _rows(t) == tagged
 
 
 def test_rollback_to_an_expired_snapshot_is_refused_and_changes_nothing(table_uri: str) -> None:
@@ -114,16 +127,42 @@ def test_rollback_to_an_expired_snapshot_is_refused_and_changes_nothing(table_ur
         t.rollback_to(snapshot_id=9)
     with pytest.raises(SnapshotNotFoundError, match="tag 'nope'"):
         t.rollback_to(tag="nope")
-    with pytest.raises(MergeTableError, match="exactly one"):
+    with pytest.raises(ArgumentError, match="exactly one"):
         t.rollback_to()
+    with pytest.raises(ArgumentError, match=r"'tag'.*exactly one"):
+        t.rollback_to(snapshot_id=3, tag="x")
+    with pytest.raises(OptionsError, match="snapshot_id"):  # a typed error, never "corrupt"
+        t.rollback_to(snapshot_id="three")
+    with pytest.raises(ArgumentError, match="exactly one"):
+        t.restore()
     assert _files_on_disk(table_uri) == before and _rows(t) == rows
+
+
+def test_rollback_and_restore_take_the_time_travel_arguments(table_uri: str) -> None:
+    t = _table(table_uri)
+    for i in range(4):
+        _write(t, i)
+    states = {s.id: _rows(t, snapshot_id=s.id) for s in t.snapshots()}
+    t.create_tag("two", snapshot_id=2)
+    restored = t.restore(version="two")
+    assert restored is not None and restored.properties == {RESTORED_FROM: "2"} and _rows(t) == states[2]
+    assert t.restore(snapshot_id="1") is not None and _rows(t) == states[1]
+    assert t.restore(tag="two") is not None and _rows(t) == states[2]
+    assert t.restore(timestamp_ms=t.snapshot(4).time_millis) is not None and _rows(t) == states[4]
+    assert t.rollback_to(snapshot_id="3").committed == 9 and _rows(t) == states[3]  # a numeric string, as in reads
+    assert t.rollback_to(timestamp_ms=t.snapshot(3).time_millis).snapshot_id == 3  # the latest state already
+    assert t.rollback_to(version="two").snapshot_id == 2 and _rows(t) == states[2]
+    assert t.rollback_to(version="1").snapshot_id == 1 and _rows(t) == states[1]
+    assert list(t.tags()) == []  # "two" was on a snapshot after 1
+    _every_reference_exists(t)
 
 
 def test_rollback_to_the_latest_snapshot_changes_nothing(table_uri: str) -> None:
     t = _table(table_uri)
     _write(t, 1)
     result = t.rollback_to(snapshot_id=1)
-    assert (result.removed_snapshots, result.removed_tags, result.deleted_files) == ([], [], [])
+    assert (result.committed, result.removed_snapshots, result.removed_tags) == (None, [], [])
+    assert t.latest_snapshot_id() == 1
 
 
 def test_rollback_under_concurrent_writers_leaves_a_consistent_table(table_uri: str) -> None:
@@ -149,24 +188,22 @@ def test_rollback_under_concurrent_writers_leaves_a_consistent_table(table_uri: 
     threads = [threading.Thread(target=writer, args=(k,)) for k in (1, 2)]
     for th in threads:
         th.start()
+    states = {s.id: _rows(t, snapshot_id=s.id) for s in t.snapshots()}
     outcomes = []
     try:
         for target in (3, 2, 1):
-            try:
-                outcomes.append(t.rollback_to(snapshot_id=target).snapshot_id)
-            except RollbackConflictError as exc:
-                outcomes.append(-1)
-                assert exc.landed and all(i > target + 1 for i in exc.landed)
+            outcomes.append(t.rollback_to(snapshot_id=target).committed)
     finally:
         stop.set()
         for th in threads:
             th.join()
     assert errors == []
-    assert outcomes
-    t.rollback_to(snapshot_id=1)  # with the writers stopped, the rollback completes
-    assert [s.id for s in t.snapshots()] == [1]
+    assert all(c is not None for c in outcomes)
+    t.rollback_to(snapshot_id=1)  # with the writers stopped, the state is snapshot 1's exactly
+    assert _rows(t) == states[1]
+    assert [s.id for s in t.snapshots()] == [1, t.latest_snapshot_id()]
     _every_reference_exists(t)
-    for s in t.snapshots():
+    for s in SnapshotManager(t.fileio).snapshots():
         t.read(snapshot_id=s.id)
 
 
@@ -235,7 +272,7 @@ def test_rollback_command(table_uri: str) -> None:
         [*run, "rollback", table_uri, "--tag", "one", "--json"], capture_output=True, text=True, cwd=root
     )
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["removed_snapshots"] == [2]
-    assert [s.id for s in mt.open_table(table_uri).snapshots()] == [1]
+    assert json.loads(done.stdout)["removed_snapshots"] == [4, 2]
+    assert [s.id for s in mt.open_table(table_uri).snapshots()] == [1, 5]
     done = subprocess.run([*run, "rollback", table_uri, "--snapshot", "7"], capture_output=True, text=True, cwd=root)
     assert done.returncode == 1 and "snapshot 7" in done.stderr

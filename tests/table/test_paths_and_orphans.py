@@ -164,7 +164,11 @@ def test_snapshot_times_never_go_backwards(table_uri: str, monkeypatch: pytest.M
     first = t.write(pa.table({"id": [1], "dt": ["a"], "v": ["x"]}))
     assert first is not None
     monkeypatch.setattr(time, "time", lambda: first.time_millis / 1000 - 3600)  # a writer's clock an hour behind
-    second = t.write(pa.table({"id": [1], "dt": ["a"], "v": ["y"]}))
+    with pytest.raises(mt.ClockSkewError, match=r"'commit\.max-clock-skew'"):  # never dragged silently
+        t.write(pa.table({"id": [1], "dt": ["a"], "v": ["y"]}))
+    assert t.latest_snapshot_id() == first.id
+    lenient = mt.Table(t.fileio, t.table_schema.with_options({"commit.max-clock-skew": "2 h"}))
+    second = lenient.write(pa.table({"id": [1], "dt": ["a"], "v": ["y"]}))
     monkeypatch.undo()
     assert second is not None and second.time_millis >= first.time_millis
     assert t.read(timestamp_ms=second.time_millis).column("v").to_pylist() == ["y"]
