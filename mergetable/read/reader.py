@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -198,25 +198,28 @@ class SplitReader:
     def merged_section(
         self, split: Split, runs: Sequence[Sequence[DataFileMeta]], exact_sequence: bool = True
     ) -> pa.Table:
-        """Key-value rows of one section after merging (retracts still present).
+        """Key-value rows of one section after merging (retracts still present). ``exact_sequence=False`` is for
+        callers that drop ``_SEQUENCE_NUMBER``: the output then carries a file's maximum instead of each record's."""
+        key = self.split_filters(split)[0]
+        return self.merge_files(runs, lambda f, seq: self.read_file(split, f, key, sequenced=seq), exact_sequence)
 
-        ``exact_sequence=False`` is for callers that drop ``_SEQUENCE_NUMBER``: the output then carries a
-        file's maximum sequence number instead of each record's own.
-        """
+    def merge_files(
+        self,
+        runs: Sequence[Sequence[DataFileMeta]],
+        read: Callable[[DataFileMeta, bool], pa.Table],
+        exact_sequence: bool = True,
+    ) -> pa.Table:
+        """:meth:`merged_section` of rows the caller reads: ``read(f, sequenced)`` gives file ``f``'s key-value
+        rows as :meth:`read_file` does (for a lookup, only some keys' rows, see :mod:`mergetable.read.lookup`)."""
         partial = any(f.write_cols is not None for r in runs for f in r)
-        key_filter = self.split_filters(split)[0]
         if len(runs) == 1 and not partial:
-            tables = [self.read_file(split, f, key_filter) for f in runs[0]]
-            return _concat(tables, self.read_schema)
+            return _concat([read(f, True) for f in runs[0]], self.read_schema)
         # Files oldest first: the stable merge sort then breaks sequence ties by file age (read.order).
         files = oldest_first(f for r in runs for f in r)
         seq_ordered = sequence_ordered(files)
         # With ascending, disjoint sequence ranges, each file's maximum orders the records of a key exactly as
         # their own sequence numbers do (keys are unique within a level), so those need not be read.
-        if seq_ordered and not exact_sequence:
-            tables = [self.read_file(split, f, key_filter, sequenced=False) for f in files]
-        else:
-            tables = [self.read_file(split, f, key_filter) for f in files]
+        tables = [read(f, not seq_ordered or exact_sequence) for f in files]
         if partial:
             tables = [t if WRITE_MASK in t.schema.names else with_write_mask(t, self.schema) for t in tables]
         rows = _concat(tables, tables[0].schema if tables else self.read_schema)

@@ -10,8 +10,10 @@ import pytest
 from compaction_support import batch, create
 
 import mergetable as mt
+from mergetable.compaction import BucketCompactor
 from mergetable.compaction.changelog import diff_changelog
 from mergetable.metadata.models import CommitKind
+from mergetable.read.lookup import FileCache
 
 
 def write(t: mt.Table, *rows: tuple[str, int, int | None, str | None]) -> None:
@@ -72,6 +74,44 @@ def test_lookup_with_aggregation_and_first_row(tmp_path: Any) -> None:
     write(first, ("+I", 2, 8, "d"))
     assert [r["_row_kind"] for r in first.changelog(0, 6).to_pylist()] == ["+I", "+I"]
     assert first.read().sort_by("k").column("v").to_pylist() == [5, 7]
+
+
+def test_lookup_after_a_column_is_added_reads_the_upper_levels_with_it(table_uri: str) -> None:
+    """The upper-level files lookup compactions keep decoded (``LOOKUP_CACHE``, shared by the process) are kept
+    per schema: once a column is added, the next lookup reads them with it, and its changelog is produced."""
+    t = create(table_uri, "deduplicate", **{"changelog-producer": "lookup"})
+    write(t, ("+I", 1, 10, "a"), ("+I", 2, 20, "b"))
+    write(t, ("+I", 1, 11, "a"))  # the lookup decodes the upper levels with the first schema
+    t.alter.add_columns(pa.field("n", pa.int32()))
+    t = mt.open_table(table_uri)
+    t.write(pa.table({"k": [2], "v": [21], "s": ["b"], "n": pa.array([7], pa.int32())}))
+    latest = t.latest_snapshot()
+    assert latest is not None and latest.commit_kind is CommitKind.COMPACT
+    assert t.changelog(latest.id - 1, latest.id).to_pylist() == [
+        {"k": 2, "v": 20, "s": "b", "n": None, "_row_kind": "-U"},
+        {"k": 2, "v": 21, "s": "b", "n": 7, "_row_kind": "+U"},
+    ]
+    assert all(f.level > 0 for _, _, f in t.files())
+
+
+@pytest.mark.parametrize("cached", [True, False])
+def test_lookup_compaction_takes_its_own_file_cache_or_none(tmp_path: Any, cached: bool) -> None:
+    t = create(
+        str(tmp_path / "t"), "deduplicate", **{"changelog-producer": "lookup", "bucket": "1", "write-only": "true"}
+    )
+    cache = FileCache(64 * 1024 * 1024) if cached else None
+    compactor = BucketCompactor(t.fileio, t.table_schema, t.merge_function, lookup_cache=cache)
+    write(t, ("+I", 1, 10, "a"), ("+I", 2, 20, "b"))
+    [first_file] = [f for _, _, f in t.files()]
+    first = compactor.compact((), 0, [first_file])  # not committed: its files are the second's input
+    assert first is not None and [f.level for f in first.after] == [5]
+    write(t, ("+I", 1, 11, "a"), ("-D", 2, None, None))
+    level0 = [f for _, _, f in t.files() if f.file_name != first_file.file_name]
+    second = compactor.compact((), 0, [*first.after, *level0])
+    assert second is not None and len(second.changelog) == 1
+    rows = pq.read_table(t.path_factory.data_file((), 0, second.changelog[0].file_name)).to_pylist()
+    assert [(r["_VALUE_KIND"], r["k"], r["v"]) for r in rows] == [(1, 1, 10), (2, 1, 11), (3, 2, 20)]
+    assert cache is None or (len(cache) == 1 and cache.size > 0)  # the upper-level file, decoded once
 
 
 def test_full_compaction_producer_diffs_the_top_level(table_uri: str) -> None:
