@@ -25,6 +25,7 @@ from mergetable.commit.overwrite import Overwrite
 from mergetable.commit.sequence import assign_sequence_numbers, next_sequence_number
 from mergetable.commit.snapshots import SnapshotManager
 from mergetable.commit.txn import carried_properties, committed_version
+from mergetable.core.buckets import Partition
 from mergetable.core.errors import (
     AlreadyCommittedError,
     CommitConflictError,
@@ -45,7 +46,6 @@ from mergetable.metadata.models import (
     Snapshot,
 )
 
-Partition = tuple[str | None, ...]
 STORAGE_RETRIES = 3
 Precondition = Callable[[Snapshot | None], None]
 """Called with the snapshot each commit attempt builds on, before it writes anything; raising aborts the commit."""

@@ -6,11 +6,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mergetable.core.buckets import Partition
 from mergetable.core.errors import ArgumentError, SchemaError
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import CommitMessage
-
-Partition = tuple[str | None, ...]
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from mergetable.compaction.lsm import (
     pick_full_compaction,
     worth_running,
 )
+from mergetable.core.buckets import Partition
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import ChangelogProducer
 from mergetable.core.rowkind import is_retract
@@ -38,8 +39,6 @@ from mergetable.read.reader import SplitReader
 from mergetable.read.scan import KeyComparator, Section, Split, interval_partition
 from mergetable.write.files import write_kv_files
 from mergetable.write.rolling import RollingKvWriter
-
-Partition = tuple[str | None, ...]
 
 
 @dataclass

@@ -27,6 +27,7 @@ from mergetable.commit.schemas import SchemaManager
 from mergetable.commit.snapshots import SnapshotManager
 from mergetable.commit.transaction import WriteTransaction
 from mergetable.compaction.compaction import BucketCompactor
+from mergetable.core.buckets import BucketId, Partition, bucket_order
 from mergetable.core.errors import (
     ArgumentError,
     CommitConflictError,
@@ -40,12 +41,9 @@ from mergetable.core.progress import Progress as Progress
 from mergetable.core.schema import TableSchema
 from mergetable.merge import MergeFunction, create_merge_function
 from mergetable.metadata.models import CommitKind, CommitMessage, DataFileMeta, ManifestEntry, Snapshot
-from mergetable.read.incremental import bucket_order
 
 log = logging.getLogger(__name__)
 
-Partition = tuple[str | None, ...]
-BucketId = tuple[Partition, int]
 FULL_COMPACTION_PROPERTY = "mergetable.full-compaction"
 """Set to ``true`` on the COMPACT snapshot of a full compaction of every bucket that needed one."""
 

@@ -21,6 +21,7 @@ import urllib.parse
 import uuid
 from collections.abc import Sequence
 
+from mergetable.core.buckets import PartitionValues
 from mergetable.core.errors import CorruptMetadataError, SchemaError
 from mergetable.core.names import MAX_NAME_BYTES, check_stored_name
 from mergetable.core.schema import TableSchema
@@ -43,8 +44,6 @@ BUCKET_PREFIX = "bucket-"
 DATA_FILE_EXTENSION = ".parquet"
 DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
 _TAG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
-
-Partition = Sequence[str | None]
 
 
 def join(root: str, *parts: str) -> str:
@@ -214,7 +213,7 @@ class PathFactory:
         return self.join(STAGING_DIR, job_id or "")
 
     # -- data and changelog files -----------------------------------------------------------------
-    def partition_path(self, partition: Partition) -> str:
+    def partition_path(self, partition: PartitionValues) -> str:
         """Hive-style ``k1=v1/k2=v2`` (relative; a null value is the default partition name, empty when the
         table is not partitioned)."""
         parts = []
@@ -228,10 +227,10 @@ class PathFactory:
             parts.append(part)
         return "/".join(parts)
 
-    def bucket_dir(self, partition: Partition, bucket: int) -> str:
+    def bucket_dir(self, partition: PartitionValues, bucket: int) -> str:
         return self.join(self.partition_path(partition), f"{BUCKET_PREFIX}{bucket}")
 
-    def data_file(self, partition: Partition, bucket: int, file_name: str) -> str:
+    def data_file(self, partition: PartitionValues, bucket: int, file_name: str) -> str:
         """A data or changelog file of a bucket, by the name its :class:`DataFileMeta` records."""
         return f"{self.bucket_dir(partition, bucket)}/{_bare(file_name)}"
 

@@ -27,18 +27,18 @@ import pyarrow.compute as pc
 
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.snapshots import SnapshotManager
+from mergetable.core.buckets import BucketId, bucket_order
 from mergetable.core.options import ChangelogProducer
 from mergetable.core.predicates import Conjunct
 from mergetable.core.rowkind import ROW_KIND_COLUMN, RowKind, is_retract, kinds_to_strings
 from mergetable.core.schema import VALUE_KIND, TableSchema
 from mergetable.metadata.models import CommitKind, Snapshot
 from mergetable.read.diff import diff_changelog
-from mergetable.read.incremental import bucket_order, delta_splits
+from mergetable.read.incremental import delta_splits
 from mergetable.read.reader import SplitReader
 from mergetable.read.scan import Planner, Split
 from mergetable.read.scan_modes import IncrementalMode
 
-BucketId = tuple[tuple[str | None, ...], int]
 ROW_KIND_FIELD = pa.field(ROW_KIND_COLUMN, pa.string(), False)
 
 

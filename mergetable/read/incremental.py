@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.snapshots import SnapshotManager, TagManager
+from mergetable.core.buckets import bucket_order
 from mergetable.core.errors import OptionsError, SnapshotNotFoundError
 from mergetable.core.predicates import Conjunct
 from mergetable.core.rowkind import ROW_KIND_COLUMN as ROW_KIND
@@ -100,10 +101,4 @@ def delta_splits(
     return splits
 
 
-def bucket_order(bucket_id: tuple[tuple[str | None, ...], int]) -> tuple[tuple[str, ...], int]:
-    """Sort key of a (partition, bucket): partitions by their values (null first), then bucket."""
-    partition, bucket = bucket_id
-    return tuple("" if v is None else v for v in partition), bucket
-
-
-__all__ = ["ROW_KIND", "bucket_order", "delta_splits", "resolve_range", "resolve_timestamp_range", "snapshots_between"]
+__all__ = ["ROW_KIND", "delta_splits", "resolve_range", "resolve_timestamp_range", "snapshots_between"]

@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.schemas import SchemaManager
+from mergetable.core.buckets import Partition, bucket_order
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import DEFAULT_SPLIT_SIZE
 from mergetable.core.paths import PathFactory
@@ -29,7 +30,6 @@ from mergetable.read.key_ranges import KeyRange, cut_points, ranges_of, runs_in_
 from mergetable.read.projection import FileProjection
 from mergetable.read.windows import windowable
 
-Partition = tuple[str | None, ...]
 Run = list[DataFileMeta]
 Section = list[Run]
 
@@ -191,7 +191,7 @@ class Planner:
         for e in entries:
             by_bucket.setdefault((e.partition, e.bucket), []).append(e)
         splits: list[Split] = []
-        for (partition, bucket), group in sorted(by_bucket.items(), key=lambda kv: (_part_key(kv[0][0]), kv[0][1])):
+        for (partition, bucket), group in sorted(by_bucket.items(), key=lambda kv: bucket_order(kv[0])):
             found = interval_partition([e.file for e in group], self.comparator)
             if sections != "all":
                 found = [s for s in found if raw_convertible(s, self.same_columns) == (sections == "raw")]
@@ -251,10 +251,6 @@ def _point_ranges(values: dict[str, Any]) -> Callable[[str], tuple[Any, Any] | N
         return None if v is None else (v, v)
 
     return lookup
-
-
-def _part_key(p: Partition) -> tuple[str, ...]:
-    return tuple("" if v is None else v for v in p)
 
 
 def _pack(

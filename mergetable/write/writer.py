@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from mergetable.core.arguments import name_list
+from mergetable.core.buckets import BucketId, bucket_order
 from mergetable.core.errors import MergeError
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import ChangelogProducer, DeleteBehavior
@@ -28,7 +29,6 @@ from mergetable.write.input import (
     to_arrow_table,
 )
 
-BucketId = tuple[tuple[str | None, ...], int]
 Discard = Callable[[Sequence[CommitMessage]], object]
 """Deletes the files of messages that will not be committed (the commit tier's ``discard_uncommitted``)."""
 
@@ -194,7 +194,7 @@ class TableWriter:
         """The files written so far, one message per touched bucket; the writer forgets them."""
         total = self.options.bucket
         messages = []
-        for bucket_id in sorted(set(self._new_files) | set(self._changelog_files), key=_bucket_sort_key):
+        for bucket_id in sorted(set(self._new_files) | set(self._changelog_files), key=bucket_order):
             partition, bucket = bucket_id
             messages.append(
                 CommitMessage(
@@ -226,8 +226,3 @@ def _renumbered(run: pa.Table, first: int) -> pa.Table:
     """
     seq = pa.array(np.arange(first, first + run.num_rows, dtype=np.int64))
     return run.set_column(run.schema.get_field_index(SEQUENCE_NUMBER), SEQUENCE_NUMBER, seq)
-
-
-def _bucket_sort_key(bucket_id: BucketId) -> tuple[tuple[str, ...], int]:
-    partition, bucket = bucket_id
-    return tuple("" if v is None else v for v in partition), bucket
