@@ -36,8 +36,15 @@ typecheck: install ## mypy --strict
 spec: install ## Regenerate spec/schemas from the metadata models
 	$(PY) -m mergetable.metadata.spec spec/schemas
 
+# Tests run on TEST_WORKERS processes (pytest-xdist; each with its own Spark session when it runs Spark tests).
+TEST_WORKERS ?= 2
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal
+
 test: install java-check ## Run the whole test suite (unit, property, concurrency, Spark, S3) and the docstring examples
-	$(PY) -m pytest -q -p no:cacheprovider tests mergetable pyspark_mergetable
+	$(PYTEST) tests mergetable pyspark_mergetable
+
+test-fast: install ## The quick loop: every test and docstring example but the Spark, S3 and slow ones
+	$(PYTEST) -m "not spark and not s3 and not slow" tests mergetable pyspark_mergetable
 
 demo: install java-check ## Run the demo Spark pipeline on local files
 	$(PY) examples/demo.py
@@ -55,4 +62,4 @@ check: lint typecheck test ## Everything CI checks
 clean: ## Remove build and test artefacts
 	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache demo-output bench-output
 
-.PHONY: help java-check install lint typecheck spec test demo bench check clean
+.PHONY: help java-check install lint typecheck spec test test-fast demo bench check clean
