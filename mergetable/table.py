@@ -12,12 +12,10 @@ from typing import Any, Unpack
 
 import pyarrow as pa
 
-from mergetable.commit.restore import resolve_target, restore
 from mergetable.commit.schemas import SchemaManager
 from mergetable.commit.store import TableStore
 from mergetable.commit.transaction import CommitArgs, WriteTransaction, open_writer
 from mergetable.commit.travel import resolve_travel
-from mergetable.commit.txn import committed_version
 from mergetable.compaction.job import CompactionJob, Executor, Progress
 from mergetable.core.errors import (
     AlreadyCommittedError,
@@ -28,7 +26,7 @@ from mergetable.core.fileio import FileIO
 from mergetable.core.filters import bind_filters
 from mergetable.core.options import DEFAULT_SPLIT_SIZE
 from mergetable.core.predicates import Conjunct, Filters
-from mergetable.core.read_options import ReadArgs, ReadRequest, Timestamp, TimeTravel
+from mergetable.core.read_options import ReadArgs, ReadRequest
 from mergetable.core.schema import TableSchema, check_column
 from mergetable.core.txn import Txn, make_txn
 from mergetable.dml.api import RowLevelOperations
@@ -262,55 +260,7 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
             log.warning("%s", exc)
             return None
 
-    def txn_version(self, app_id: str) -> int | None:
-        """The last version of application ``app_id`` written with ``txn_app_id``/``txnAppId`` (None: never).
-
-        Example:
-            >>> _ = t.write(pa.table({"id": [3], "v": ["c"]}), txn_app_id="loader", txn_version=4)
-            >>> t.txn_version("loader"), t.write(pa.table({"id": [3], "v": ["c"]}), txn_app_id="loader", txn_version=4)
-            (4, None)
-        """
-        return committed_version(self.latest_snapshot(), app_id)
-
     # -- snapshots, time travel, tags ---------------------------------------------------------------
-    def resolve_snapshot(
-        self,
-        snapshot_id: int | None = None,
-        timestamp_ms: Timestamp | None = None,
-        tag: str | None = None,
-        version: int | str | None = None,
-    ) -> Snapshot | None:
-        """The snapshot a read should use: by id, the newest at or before a time, a tag, a version, or the latest.
-
-        ``timestamp_ms`` takes epoch milliseconds, a ``datetime`` or an ISO-8601 string (no zone: local time);
-        ``version`` is a tag name, else a snapshot id. Give at most one.
-
-        Example:
-            >>> t.resolve_snapshot(timestamp_ms=t.snapshot(1).time_millis).id
-            1
-        """
-        return self.resolve_travel(TimeTravel.of(snapshot_id, timestamp_ms, tag, version))
-
-    def restore(
-        self,
-        snapshot_id: int | str | None = None,
-        timestamp_ms: Timestamp | None = None,
-        tag: str | None = None,
-        version: int | str | None = None,
-    ) -> Snapshot | None:
-        """Commit a new snapshot with the state of an earlier one (Delta's RESTORE; nothing is removed).
-
-        The target is given as in time travel: exactly one of ``snapshot_id``, ``timestamp_ms``, ``tag`` and
-        ``version``. See ``docs/evolution.md``. Returns None when the latest snapshot already has exactly
-        those files.
-
-        Example:
-            >>> t.restore(snapshot_id=1).properties
-            {'restored-from': '1'}
-        """
-        target = resolve_target(self._snapshots, self._tags, "restore", snapshot_id, timestamp_ms, tag, version)
-        return restore(self.fileio, self.table_schema, target)
-
     def system_table(self, name: str, **time_travel: Any) -> pa.Table:
         """Paimon's system table ``name`` (``snapshots``, ``files``, ``tags``, ...) as an Arrow table.
 
