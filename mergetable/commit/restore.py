@@ -31,6 +31,7 @@ from mergetable.core.errors import (
     CommitConflictError,
     CommitStateUnknownError,
     CorruptMetadataError,
+    MergeTableError,
     SnapshotNotFoundError,
 )
 from mergetable.core.fileio import FileIO
@@ -154,7 +155,7 @@ def commit_state(
     )
     try:
         wanted = {e.identifier: e for e in manifests.live_entries(target.snapshot)}
-    except Exception:
+    except (OSError, MergeTableError):  # a manifest gone or unreadable: expired under us, or really broken
         if not target.still_held(snapshots, tags):
             raise gone from None
         raise
