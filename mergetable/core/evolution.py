@@ -14,7 +14,7 @@ Rules (Paimon's ``SchemaManager``; see ``docs/evolution.md``):
 * rename: never a partition column (its name is in every directory), never onto an existing name; the
   options naming the column follow it (``bucket-key``, ``sequence.field``, ``fields.<col>.*``,
   ``fields.<a,b>.sequence-group`` keys and values, ...);
-* type: never a primary-key or partition column; only widening (lossless) casts;
+* type: never a primary-key or partition column; only Paimon's implicit casts (:func:`is_widening`);
 * nullability: a column can become nullable (not a primary-key column), never NOT NULL;
 * options: unknown keys are refused as at create; once the table has a snapshot, the options that fix
   how stored data is laid out or merged cannot change (:data:`IMMUTABLE_OPTIONS`).
@@ -148,29 +148,59 @@ _COLUMN_LIST_OPTIONS = (
 _COLUMN_OPTIONS = ("rowkind.field", "versioned.ver-column")
 
 _WIDER_INTS = {pa.int8(): 8, pa.int16(): 16, pa.int32(): 32, pa.int64(): 64}
+_INT_DIGITS = {pa.int8(): 3, pa.int16(): 5, pa.int32(): 10, pa.int64(): 19}
+"""Decimal digits of the largest value of each integer type."""
+_TIME_UNITS = ["s", "ms", "us", "ns"]
 
 
 def is_widening(old: pa.DataType, new: pa.DataType) -> bool:
-    """Whether every ``old`` value converts to ``new`` without loss (Paimon's implicit casts we accept).
+    """Whether a column of type ``old`` may become ``new``: Paimon's implicit casts (``DataTypeCasts``).
 
-    tinyint → smallint → int → bigint, float → double, decimal precision up with the same scale,
-    and any type to itself.
+    tinyint → smallint → int → bigint; any integer, float or decimal → float or double (float → double
+    only); any integer → a decimal that holds all its values; a decimal → a decimal with as many integer
+    and fraction digits; a timestamp to a finer unit with the same zone; and any type to itself. Paimon
+    also lets a decimal take a float or narrower decimal and a date take a timestamp: those can fail or
+    truncate when old files are read, so they are refused here.
 
     Example:
         >>> is_widening(pa.int32(), pa.int64()), is_widening(pa.int64(), pa.int32())
         (True, False)
         >>> is_widening(pa.decimal128(10, 2), pa.decimal128(12, 2)), is_widening(pa.float32(), pa.float64())
         (True, True)
+        >>> is_widening(pa.int32(), pa.float64()), is_widening(pa.int32(), pa.decimal128(12, 2))
+        (True, True)
+        >>> is_widening(pa.int64(), pa.decimal128(12, 2)), is_widening(pa.float64(), pa.float32())
+        (False, False)
     """
     if old == new:
         return True
     if old in _WIDER_INTS and new in _WIDER_INTS:
         return _WIDER_INTS[old] < _WIDER_INTS[new]
-    if old == pa.float32() and new == pa.float64():
-        return True
-    if pa.types.is_decimal(old) and pa.types.is_decimal(new):
-        return bool(old.scale == new.scale and old.precision <= new.precision)
+    if new in (pa.float32(), pa.float64()):
+        numeric = old in _WIDER_INTS or pa.types.is_decimal(old)
+        return numeric or (old == pa.float32() and new == pa.float64())
+    if pa.types.is_decimal(new):
+        if old in _WIDER_INTS:
+            return bool(new.precision - new.scale >= _INT_DIGITS[old])
+        if pa.types.is_decimal(old):
+            return bool(new.scale >= old.scale and new.precision - new.scale >= old.precision - old.scale)
+        return False
+    if pa.types.is_timestamp(old) and pa.types.is_timestamp(new):
+        return bool(old.tz == new.tz and _TIME_UNITS.index(old.unit) < _TIME_UNITS.index(new.unit))
     return False
+
+
+def read_cast(column: pa.ChunkedArray | pa.Array, to: pa.DataType) -> pa.ChunkedArray | pa.Array:
+    """A column of an older file as the type :func:`is_widening` let it become.
+
+    An integer or decimal becoming a float rounds to the nearest float, as Paimon's cast does (a checked cast
+    would refuse integers beyond 2**53); every other widening is exact and checked.
+
+    Example:
+        >>> read_cast(pa.array([2**53 + 1], pa.int64()), pa.float64()).to_pylist()
+        [9007199254740992.0]
+    """
+    return column.cast(to, safe=not pa.types.is_floating(to))
 
 
 def apply_changes(schema: TableSchema, changes: list[SchemaChange], has_snapshots: bool) -> TableSchema:
@@ -408,4 +438,5 @@ __all__ = [
     "apply_changes",
     "is_widening",
     "merge_changes",
+    "read_cast",
 ]

@@ -14,6 +14,7 @@ from functools import cached_property
 
 import pyarrow as pa
 
+from mergetable.core.evolution import read_cast
 from mergetable.core.schema import TableSchema
 
 
@@ -61,5 +62,5 @@ class FileProjection:
                 arrays.append(pa.nulls(table.num_rows, field.type))
                 continue
             column = table.column(src)
-            arrays.append(column if column.type == field.type else column.cast(field.type))
+            arrays.append(column if column.type == field.type else read_cast(column, field.type))
         return pa.Table.from_arrays(arrays, schema=target)

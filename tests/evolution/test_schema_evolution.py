@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 from decimal import Decimal
@@ -86,18 +87,57 @@ def test_each_change_is_a_new_schema_file_with_stable_field_ids(table_uri: str) 
         (pa.int32(), pa.int64(), 2_000_000_000),
         (pa.float32(), pa.float64(), 0.25),
         (pa.decimal128(5, 2), pa.decimal128(12, 2), Decimal("123.45")),
+        # Paimon's implicit casts (DataTypeCasts) beyond widening within a family
+        (pa.int32(), pa.float64(), 2_000_000_000),
+        (pa.int8(), pa.float32(), -100),
+        (pa.int16(), pa.decimal128(7, 2), 32767),
+        (pa.int64(), pa.decimal128(21, 2), 9_223_372_036_854_775_807),
+        (pa.decimal128(5, 2), pa.float64(), Decimal("123.25")),
+        (pa.decimal128(5, 2), pa.decimal128(8, 3), Decimal("123.45")),
+        (pa.timestamp("ms"), pa.timestamp("us"), datetime.datetime(2024, 5, 6, 7, 8, 9, 123000)),
     ],
 )
 def test_widening_casts_stored_values(table_uri: str, old: pa.DataType, new: pa.DataType, value: object) -> None:
     t = mt.create_table(table_uri, pa.schema([("id", pa.int64()), ("v", old)]), ["id"])
     t.write(pa.table({"id": [1], "v": pa.array([value], old)}))
     t.alter.change_column_type("v", new)
-    t.write(pa.table({"id": [2], "v": pa.array([value], new)}))
+    as_new = pa.array([value], old).cast(new, safe=not pa.types.is_floating(new))
+    t.write(pa.table({"id": [2], "v": as_new}))
     out = t.read()
     assert out.schema.field("v").type == new
-    assert out.column("v").to_pylist() == [value, value]
+    expected = as_new.to_pylist() * 2
+    assert out.column("v").to_pylist() == expected
+    # a filter on the changed column prunes and matches the old file's rows by their new type
+    assert t.read(filter=[("v", "=", expected[0])]).column("id").to_pylist() == [1, 2]
     t.compact(full=True)
-    assert t.read().column("v").to_pylist() == [value, value]
+    assert t.read().column("v").to_pylist() == expected
+
+
+def test_an_integer_read_as_a_double_rounds_as_paimon_does(table_uri: str) -> None:
+    t = mt.create_table(table_uri, pa.schema([("id", pa.int64()), ("v", pa.int64())]), ["id"])
+    t.write(pa.table({"id": [1], "v": [2**53 + 1]}))
+    t.alter.change_column_type("v", pa.float64())
+    assert t.read().column("v").to_pylist() == [float(2**53)]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (pa.int64(), pa.int32()),
+        (pa.float64(), pa.float32()),
+        (pa.int64(), pa.decimal128(12, 2)),  # Paimon allows it; old values could overflow at read
+        (pa.float64(), pa.decimal128(20, 4)),  # Paimon allows it; a float is not exact in a decimal
+        (pa.decimal128(8, 3), pa.decimal128(8, 2)),
+        (pa.timestamp("us"), pa.timestamp("ms")),
+        (pa.timestamp("us"), pa.date32()),
+        (pa.int32(), pa.string()),
+    ],
+)
+def test_casts_that_could_fail_or_lose_values_are_refused(table_uri: str, old: pa.DataType, new: pa.DataType) -> None:
+    t = mt.create_table(table_uri, pa.schema([("id", pa.int64()), ("v", old)]), ["id"])
+    with pytest.raises(SchemaChangeError, match="without losing information") as info:
+        t.alter.change_column_type("v", new)
+    assert info.value.column == "v" and mt.open_table(table_uri).table_schema.id == 0
 
 
 def test_nullable_and_comments(table_uri: str) -> None:
