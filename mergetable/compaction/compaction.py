@@ -6,7 +6,9 @@ a single file is rewritten only if the file is small (below ``target-file-size``
 ``compaction.small-file-ratio``), together with its small or overlapping neighbours; a large file is
 upgraded, i.e. moved to the output level without rewriting, unless it goes to the max level and holds
 retracts. Retracts are dropped when nothing older can remain below the output level. Rewritten output
-rolls at ``target-file-size`` and keeps each key's ``_SEQUENCE_NUMBER``.
+rolls at ``target-file-size`` and keeps each key's ``_SEQUENCE_NUMBER``. The table's changelog producer
+(:func:`mergetable.compaction.changelog.compaction_changelog`) is told of each upgrade and rewrite and gives the
+changelog rows written at the end.
 """
 
 from __future__ import annotations
