@@ -30,7 +30,9 @@ import mergetable as mt
 
 REGIONS = ["north", "south", "east", "west", "center"]
 FILES, KEYS = 6, 3000
-CUSTOMERS_OPTIONS = {"primary-key": "id", "bucket": "2", "changelog-producer": "lookup"}
+# A change's position in the CDC log orders it (Paimon's sequence.field): a micro-batch may hold several files
+# (Spark's file source can join two after a driver restart), and the rows of one batch arrive in no set order.
+CUSTOMERS_OPTIONS = {"primary-key": "id", "bucket": "2", "changelog-producer": "lookup", "sequence.field": "seq"}
 TOTALS_OPTIONS = {
     "primary-key": "region",
     "bucket": "1",
@@ -66,6 +68,7 @@ def cdc_files(folder: Path, seed: int = 7) -> dict[int, tuple[str, int]]:
                 "region": regions,
                 "amount": pa.array(amounts, pa.int64()),
                 "_row_kind": kinds,
+                "seq": pa.array(range(n * 1_000_000, n * 1_000_000 + len(rows)), pa.int64()),
             }
         )
         path = folder / f"cdc-{n:03d}.parquet"
@@ -85,7 +88,7 @@ def ingest_main(source: str, checkpoint: str, uri: str) -> None:
 
 def ingest(spark: SparkSession, source: str, checkpoint: str, uri: str) -> None:
     """Stage 1: the CDC files → customers, one file per micro-batch (availableNow: all files, then stop)."""
-    cdc = spark.readStream.schema("id long, region string, amount long, _row_kind string")
+    cdc = spark.readStream.schema("id long, region string, amount long, _row_kind string, seq long")
     query = (
         cdc.option("maxFilesPerTrigger", 1)
         .parquet(source)
