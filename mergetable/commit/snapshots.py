@@ -158,7 +158,7 @@ class TagManager:
 
     def create(self, name: str, snapshot: Snapshot, time_retained_ms: int | None = None) -> Tag:
         if not valid_tag_name(name):
-            raise ArgumentError("name", f"invalid tag name '{name}' (letters, digits, '_', '-', '.'; not all digits)")
+            raise ArgumentError("name", f"invalid tag name '{name}' (letters, digits, '_', '-', '.')")
         tag = Tag.model_validate(
             {**snapshot.model_dump(), "tag_create_time": int(time.time() * 1000), "tag_time_retained": time_retained_ms}
         )
