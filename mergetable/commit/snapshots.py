@@ -166,6 +166,17 @@ class TagManager:
             raise TagExistsError(f"tag '{name}' already exists")
         return tag
 
+    def tagged_or_live(self, snapshots: SnapshotManager, snapshot_id: int) -> Snapshot:
+        """Snapshot ``snapshot_id``, or, once it expired, the snapshot a tag still holds (as Paimon's
+        ``createTag`` from a snapshot id); :class:`SnapshotNotFoundError` when neither exists."""
+        try:
+            return snapshots.load(int(snapshot_id))
+        except SnapshotNotFoundError:
+            held = next((t for t in self.list().values() if t.id == int(snapshot_id)), None)
+            if held is None:
+                raise
+            return held.to_snapshot()
+
     def get(self, name: str) -> Tag:
         path = self._path(name)
         try:

@@ -36,7 +36,6 @@ PAIMON_UNSUPPORTED_OPTIONS: frozenset[str] = frozenset(
         "changelog.num-retained.min",
         "changelog.time-retained",
         "commit.callbacks",
-        "commit.force-compact",
         "compaction.force-up-level-0",
         "compaction.max.file-num",
         "compaction.min.file-num",

@@ -247,6 +247,7 @@ class TableOptions(BaseModel):
     changelog_compaction_interval: Duration | None = Field(None, alias="changelog-producer.compaction-interval")
     lookup_wait: Bool = Field(True, alias="lookup-wait")
     force_lookup: Bool = Field(False, alias="force-lookup")
+    commit_force_compact: Bool = Field(False, alias="commit.force-compact")
 
     def _check_ranges(self) -> TableOptions:
         if self.bucket == -1 or self.bucket == -2:
