@@ -327,8 +327,8 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
             snapshot_id, timestamp_ms, tag, version: Time travel (at most one). ``timestamp_ms`` takes epoch
                 milliseconds, a ``datetime`` or an ISO-8601 string (no zone: local time); ``version`` is a
                 tag name, else a snapshot id.
-            incremental_between: ``(start, end)`` snapshot ids or tag names, start exclusive: per key, the
-                merge of what the data commits in that range wrote (Paimon's ``delta`` incremental read);
+            incremental_between: ``(start, end)`` snapshot ids or tag names, start exclusive: the records
+                the APPEND commits in that range wrote, unmerged, without retracts (Paimon's ``delta`` read);
                 see :meth:`changelog` for the changes with their row kinds.
 
         Example:

@@ -1,4 +1,4 @@
-"""Snapshot expiration and orphan-file cleaning.
+"""Snapshot expiration (also after every commit) and orphan-file cleaning.
 
 Expiration follows Paimon's rule: keep at least ``snapshot.num-retained.min`` snapshots, always expire
 beyond ``snapshot.num-retained.max``, and in between expire snapshots older than
@@ -12,11 +12,18 @@ deletes.
 pyiceberg's ``expire_older_than``/``retain_last``): snapshots strictly older than ``older_than_ms`` expire,
 the newest ``retain_last`` (at least the latest) are kept, and no per-run limit applies. Tags and consumers
 protect what they reference either way. A dry run computes the same result and changes nothing.
+
+:func:`expire_after_commit` is what every commit runs once it succeeded, as Paimon's writers do (not a
+``write-only`` writer's: the dedicated compaction job expires then): the options' expiration, in the
+committing thread (``snapshot.expire.execution-mode = sync``) or in a background thread (``async``, one at a
+time per table). Its failures are logged, never raised: the commit stands.
 """
 
 from __future__ import annotations
 
 import datetime
+import logging
+import threading
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -40,6 +47,7 @@ __all__ = [
     "DAY_MS",
     "ExpirePolicy",
     "ExpireResult",
+    "expire_after_commit",
     "expire_policy",
     "expire_snapshots",
     "remove_orphan_files",
@@ -196,6 +204,34 @@ def expire_snapshots(
     result.deleted_files = [p for p in result.deleted_files if p not in pinned]
     fileio.delete_quietly(result.deleted_files)
     return result
+
+
+log = logging.getLogger(__name__)
+_background: dict[str, threading.Thread] = {}
+_background_lock = threading.Lock()
+
+
+def expire_after_commit(fileio: FileIO, schema: TableSchema) -> threading.Thread | None:
+    """The options' expiration after a commit: run now (``sync``), or started in a background thread
+    (``async``; returned, None when one is still running for this table). Never raises."""
+    if schema.table_options.snapshot_expire_execution_mode == "sync":
+        _expire_quietly(fileio, schema)
+        return None
+    with _background_lock:
+        running = _background.get(fileio.root)
+        if running is not None and running.is_alive():
+            return None
+        thread = threading.Thread(target=_expire_quietly, args=(fileio, schema), name="expire-snapshots", daemon=True)
+        _background[fileio.root] = thread
+        thread.start()
+        return thread
+
+
+def _expire_quietly(fileio: FileIO, schema: TableSchema) -> None:
+    try:
+        expire_snapshots(fileio, schema)
+    except Exception as exc:  # the commit stands: expiration is retried after the next one
+        log.warning("snapshot expiration after a commit failed (the commit stands): %s", exc)
 
 
 def used_files(fileio: FileIO, schema: TableSchema, dropped_tags: Collection[str] = ()) -> set[str]:

@@ -158,13 +158,24 @@ class TagManager:
 
     def create(self, name: str, snapshot: Snapshot, time_retained_ms: int | None = None) -> Tag:
         if not valid_tag_name(name):
-            raise ArgumentError("name", f"invalid tag name '{name}' (letters, digits, '_', '-', '.'; not all digits)")
+            raise ArgumentError("name", f"invalid tag name '{name}' (letters, digits, '_', '-', '.')")
         tag = Tag.model_validate(
             {**snapshot.model_dump(), "tag_create_time": int(time.time() * 1000), "tag_time_retained": time_retained_ms}
         )
         if not self.fileio.write_if_absent(self._path(name), tag.to_json().encode()):
             raise TagExistsError(f"tag '{name}' already exists")
         return tag
+
+    def tagged_or_live(self, snapshots: SnapshotManager, snapshot_id: int) -> Snapshot:
+        """Snapshot ``snapshot_id``, or, once it expired, the snapshot a tag still holds (as Paimon's
+        ``createTag`` from a snapshot id); :class:`SnapshotNotFoundError` when neither exists."""
+        try:
+            return snapshots.load(int(snapshot_id))
+        except SnapshotNotFoundError:
+            held = next((t for t in self.list().values() if t.id == int(snapshot_id)), None)
+            if held is None:
+                raise
+            return held.to_snapshot()
 
     def get(self, name: str) -> Tag:
         path = self._path(name)

@@ -301,7 +301,9 @@ class TableStore:
             >>> t.read(tag="v1").to_pydict()
             {'id': [1, 2], 'v': ['a', 'b']}
         """
-        snap = self.latest_snapshot() if snapshot_id is None else self.snapshot(int(snapshot_id))
+        snap = (
+            self.latest_snapshot() if snapshot_id is None else self._tags.tagged_or_live(self._snapshots, snapshot_id)
+        )
         if snap is None:
             raise MergeTableError("cannot tag an empty table (no snapshot yet)")
         retained = retained_ms(time_retained if time_retained is not None else time_retained_ms)

@@ -10,7 +10,9 @@ cannot be deleted is an orphan for ``remove_orphan_files``), and never reported 
 * A failed commit leaves the table unchanged and deletes the files (every file the latest snapshot
   references kept), unless the outcome is unknown (:class:`~mergetable.core.errors.CommitStateUnknownError`):
   then the files are kept, as the snapshot may reference them. A committed transaction ignores later
-  failures: the hook run after the commit (compaction) is logged when it fails, never raised.
+  failures: the hook run after the commit (compaction) is logged when it fails, never raised, and so is
+  the snapshot expiration that follows it (:func:`~mergetable.commit.maintenance.expire_after_commit`;
+  skipped when :attr:`~WriteTransaction.expires` is false: a ``write-only`` writer).
 * Work split across processes uses the same object on each side: a task writes and hands its messages
   off (:meth:`~WriteTransaction.hand_off`; it then owns nothing), the driver adopts them all
   (:meth:`~WriteTransaction.adopt`) and commits or discards them as one.
@@ -31,6 +33,7 @@ from typing import Any, TypedDict, Unpack
 
 from mergetable.commit.committer import Committer
 from mergetable.commit.discard import discard_uncommitted
+from mergetable.commit.maintenance import expire_after_commit
 from mergetable.commit.overwrite import check_overwrite, check_partitions, overwrite_spec
 from mergetable.core.errors import CommitConflictError, CommitStateUnknownError, MergeTableError
 from mergetable.core.fileio import FileIO
@@ -120,6 +123,8 @@ class WriteTransaction:
         self.txn = args.get("txn")
         self.precondition = args.get("precondition")
         self.after_commit = after_commit
+        self.expires = not schema.table_options.write_only
+        """Whether a commit is followed by the options' snapshot expiration (the compaction job sets it)."""
         self.state = TxState.OPEN
         self.snapshot: Snapshot | None = None
         """The last snapshot the commit made (None: not committed, or nothing to commit)."""
@@ -209,6 +214,8 @@ class WriteTransaction:
                 self.after_commit(messages, self.snapshot)
             except Exception as exc:  # the data is committed: never report the write as failed
                 log.warning("after snapshot %d was committed: %s", self.snapshot.id, exc)
+        if self.snapshot is not None and self.expires:
+            expire_after_commit(self.fileio, self.schema)  # never raises
         return self.snapshot
 
     def discard(self, keep: Collection[str] = (), protect_latest: bool = False) -> list[str]:

@@ -31,7 +31,7 @@ from mergetable.compaction.lsm import (
 )
 from mergetable.core.buckets import Partition
 from mergetable.core.fileio import FileIO
-from mergetable.core.options import ChangelogProducer
+from mergetable.core.options import ChangelogProducer, MergeEngine
 from mergetable.core.rowkind import is_retract
 from mergetable.core.schema import VALUE_KIND, TableSchema
 from mergetable.merge import MergeFunction
@@ -95,8 +95,12 @@ class BucketCompactor:
 
     @property
     def forces_level0(self) -> bool:
-        """Lookup tables keep level 0 empty so that changelog is produced at every commit."""
-        return self.producer is ChangelogProducer.LOOKUP or self.options.force_lookup
+        """Lookup tables keep level 0 empty so that changelog is produced at every commit; first-row tables
+        need lookup too (Paimon), and ``commit.force-compact`` forces a compaction at each commit."""
+        opts = self.options
+        if opts.merge_engine is MergeEngine.FIRST_ROW or opts.commit_force_compact:
+            return True
+        return self.producer is ChangelogProducer.LOOKUP or opts.force_lookup
 
     def pick(self, levels: Levels, full: bool = False) -> tuple[CompactUnit, bool] | None:
         """The unit to compact and whether it drops retracts, or None when nothing is worth doing."""

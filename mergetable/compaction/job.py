@@ -202,7 +202,7 @@ class CompactionJob:
     def _transaction(self, identifier: int | None = None, properties: dict[str, str] | None = None) -> WriteTransaction:
         """The lifecycle of this job's results: committed as one COMPACT snapshot, or discarded."""
         user = f"compact-{uuid.uuid4()}"
-        return WriteTransaction(
+        tx = WriteTransaction(
             self.fileio,
             self.schema,
             self.merge_function,
@@ -210,6 +210,8 @@ class CompactionJob:
             identifier=identifier,
             properties=properties,
         )
+        tx.expires = True  # the dedicated job expires snapshots for write-only writers, as in Paimon
+        return tx
 
     def _adopt_newer_schema(self, buckets: Iterable[list[ManifestEntry]]) -> bool:
         """Compact into the newest schema when a file was written with a newer one than this job's (a job

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 from fractions import Fraction
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
@@ -232,6 +232,10 @@ class TableOptions(BaseModel):
     snapshot_num_retained_max: Int = Field(2**31 - 1, alias="snapshot.num-retained.max")
     snapshot_time_retained: Duration = Field(3_600_000, alias="snapshot.time-retained")
     snapshot_expire_limit: Int = Field(50, alias="snapshot.expire.limit")
+    snapshot_expire_execution_mode: Literal["sync", "async"] = Field("sync", alias="snapshot.expire.execution-mode")
+    changelog_num_retained_min: Int | None = Field(None, alias="changelog.num-retained.min")
+    changelog_num_retained_max: Int | None = Field(None, alias="changelog.num-retained.max")
+    changelog_time_retained: Duration | None = Field(None, alias="changelog.time-retained")
     consumer_expiration_time: Duration | None = Field(None, alias="consumer.expiration-time")
     # compaction and changelog
     num_sorted_run_compaction_trigger: Int = Field(5, alias="num-sorted-run.compaction-trigger")
@@ -247,6 +251,7 @@ class TableOptions(BaseModel):
     changelog_compaction_interval: Duration | None = Field(None, alias="changelog-producer.compaction-interval")
     lookup_wait: Bool = Field(True, alias="lookup-wait")
     force_lookup: Bool = Field(False, alias="force-lookup")
+    commit_force_compact: Bool = Field(False, alias="commit.force-compact")
 
     def _check_ranges(self) -> TableOptions:
         if self.bucket == -1 or self.bucket == -2:
@@ -295,6 +300,13 @@ class TableOptions(BaseModel):
             raise OptionsError("snapshot.num-retained.min", "must be >= 1")
         if self.snapshot_num_retained_max < self.snapshot_num_retained_min:
             raise OptionsError("snapshot.num-retained.max", "must be >= snapshot.num-retained.min")
+        for key, own, snap in (
+            ("num-retained.min", self.changelog_num_retained_min, self.snapshot_num_retained_min),
+            ("num-retained.max", self.changelog_num_retained_max, self.snapshot_num_retained_max),
+            ("time-retained", self.changelog_time_retained, self.snapshot_time_retained),
+        ):
+            if own is not None and own > snap:  # Paimon: changelog kept after its snapshot (not supported here)
+                raise OptionsError(f"changelog.{key}", f"a changelog kept beyond snapshot.{key} is not supported")
         return self
 
     # -- derived values -------------------------------------------------------------------------
@@ -360,6 +372,7 @@ _DURATION_FIELDS = frozenset(
         "commit_max_retry_wait",
         "commit_max_clock_skew",
         "snapshot_time_retained",
+        "changelog_time_retained",
         "changelog_compaction_interval",
         "consumer_expiration_time",
     }

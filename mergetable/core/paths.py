@@ -86,7 +86,13 @@ def new_file_name(prefix: str, counter: int = 0, extension: str = "") -> str:
 
 
 def valid_tag_name(name: str) -> bool:
-    return bool(_TAG_NAME.match(name)) and not name.isdigit()
+    """Letters, digits, ``_``, ``-`` and ``.``; all digits too (as in Paimon, which restricts only branch names:
+    where a name could be a snapshot id, a tag of that name wins, see :mod:`mergetable.commit.travel`).
+
+    >>> valid_tag_name("2024"), valid_tag_name("v1.0"), valid_tag_name("../x")
+    (True, True, False)
+    """
+    return bool(_TAG_NAME.match(name))
 
 
 def escape_partition_value(value: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from mergetable.core.errors import OptionsError, SchemaError
-from mergetable.core.options import DeleteBehavior, MergeEngine, TableOptions
+from mergetable.core.options import ChangelogProducer, DeleteBehavior, MergeEngine, TableOptions
 from mergetable.core.schema import TableSchema
 from mergetable.merge.aggregates.base import ALIASES, function_names, paimon_type_name, resolve_function
 
@@ -81,6 +81,12 @@ def validate_common(schema: TableSchema) -> None:
             raise OptionsError(
                 f"fields.{c}.aggregate-function", f"Should not define aggregation on sequence field: '{c}'."
             )
+    if opts.changelog_producer is ChangelogProducer.LOOKUP and opts.full_compaction_delta_commits is not None:
+        raise OptionsError(
+            "full-compaction.delta-commits",
+            "cannot be combined with 'changelog-producer' = 'lookup' (lookup compacts level 0 at every commit); "
+            "for changelog produced by periodic full compaction use 'changelog-producer' = 'full-compaction'",
+        )
     engine = opts.merge_engine
     if engine == MergeEngine.FIRST_ROW and opts.sequence_field:
         raise OptionsError("sequence.field", "Do not support use sequence field on FIRST_ROW merge engine.")

@@ -22,7 +22,7 @@ from mergetable.core.read_options import to_epoch_millis
 from mergetable.core.rowkind import ROW_KIND_COLUMN
 from mergetable.core.schema import TableSchema
 from mergetable.read.changes import ChangePlanner, read_changes
-from mergetable.read.incremental import SnapshotRef, resolve_range, resolve_timestamp_range
+from mergetable.read.incremental import IncrementalRange, SnapshotRef, resolve_range, resolve_timestamp_range
 from mergetable.read.reader import SplitReader
 from mergetable.read.scan_modes import IncrementalMode, StreamOptions, parse_incremental_mode
 from mergetable.read.stream import ChangeBatch, ChangeStream, follow
@@ -61,8 +61,8 @@ class ChangeData:
         start: SnapshotRef | None = None,
         end: SnapshotRef | None = None,
         timestamps: tuple[Any, Any] | None = None,
-    ) -> tuple[int, int]:
-        """Snapshot ids ``(start, end]`` from ids or tags, or from timestamps (ms, ISO strings)."""
+    ) -> IncrementalRange:
+        """Snapshots ``(start, end]`` from ids or tags (a tag name first), or from timestamps (ms, ISO strings)."""
         if timestamps is not None:
             if start is not None or end is not None:
                 raise ArgumentError("start_snapshot_exclusive", "give either start and end or timestamps, not both")
@@ -84,9 +84,12 @@ class ChangeData:
         """The changes of snapshots ``(start, end]`` in commit order, with a ``_row_kind`` column (+I -U +U -D).
 
         ``mode`` is Paimon's ``incremental-between-scan-mode``: ``auto`` (changelog files when the table
-        has a ``changelog-producer``, else deltas), ``delta`` (each data commit merged per key; a retract
-        is ``-D``; no before-images), ``changelog`` (the producer's changelog files) or ``diff`` (the
-        difference between the two snapshots). ``timestamps=(t1, t2)`` gives the range as commit times.
+        has a ``changelog-producer``, else deltas), ``delta`` (each APPEND commit's records as written,
+        unmerged; a retract is ``-D``; no before-images; OVERWRITE and COMPACT commits are skipped),
+        ``changelog`` (the producer's changelog files) or ``diff`` (the difference between the two
+        snapshots). Between two tags it is always the diff of the tagged snapshots, which works after the
+        snapshots between them expired. ``timestamps=(t1, t2)`` gives the range as commit times; an empty
+        table has no changes.
 
         >>> import tempfile, pyarrow as pa, mergetable as mt
         >>> t = mt.create_table(tempfile.mkdtemp() + "/t", pa.schema([("k", pa.int64()), ("v", pa.int64())]), ["k"])
@@ -97,9 +100,9 @@ class ChangeData:
         >>> t.changelog(0, 2, mode="diff").to_pylist()
         [{'k': 1, 'v': 10, '_row_kind': '+I'}]
         """
-        start, end = self.change_range(start_snapshot_exclusive, end_snapshot_inclusive, timestamps)
+        window = self.change_range(start_snapshot_exclusive, end_snapshot_inclusive, timestamps)
         reader = self.split_reader(columns, filter)
-        changes = self.change_planner().between(start, end, parse_incremental_mode(mode), reader.dnf)
+        changes = self.change_planner().between(window, parse_incremental_mode(mode), reader.dnf)
         return read_changes(reader, changes)
 
     def audit_log(

@@ -5,14 +5,16 @@ Every change row carries its kind in ``_row_kind`` (``+I`` ``-U`` ``+U`` ``-D``)
 * ``full`` — the rows of one snapshot, all ``+I`` (the first batch of the ``*-full`` scan modes). With the
   ``lookup`` producer only files above level 0 are read, with ``full-compaction`` only the top level: the
   rest has not produced its changelog yet and will, so nothing is delivered twice (as Paimon does).
-* ``delta`` — one data commit's files merged per key (``changelog-producer=none``). A retract comes out as
-  ``-D``; the value a key had before the commit is unknown, so there are no ``-U`` rows (no before-images).
+* ``delta`` — one APPEND commit's data files, every record as written, unmerged (``changelog-producer=none``;
+  Paimon's delta scan). A retract comes out as ``-D``; the value a key had before the commit is unknown, so
+  there are no ``-U`` rows (no before-images).
 * ``changelog`` — one changelog file as written by the producer (``input``, ``lookup``, ``full-compaction``).
 * ``diff`` — the per-key difference between a bucket at two snapshots (``-U``/``+U``, ``+I``, ``-D``).
 
 :class:`ChangePlanner` plans them per snapshot the way Paimon's follow-up scanners do (``delta`` for APPEND
 snapshots without a producer, ``changelog`` for snapshots carrying changelog, ``diff`` for OVERWRITE
-snapshots with ``streaming-read-overwrite``) and for batch ranges (``incremental-between-scan-mode``).
+snapshots with ``streaming-read-overwrite``) and for batch ranges (``incremental-between-scan-mode``; a
+range between two tags is always the ``diff`` of the tagged snapshots, as Paimon reads it).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from mergetable.core.rowkind import ROW_KIND_COLUMN, RowKind, is_retract, kinds_
 from mergetable.core.schema import VALUE_KIND, TableSchema
 from mergetable.metadata.models import CommitKind, Snapshot
 from mergetable.read.diff import diff_changelog
-from mergetable.read.incremental import delta_splits
+from mergetable.read.incremental import IncrementalRange, delta_splits
 from mergetable.read.reader import SplitReader
 from mergetable.read.scan import Planner, Split
 from mergetable.read.scan_modes import IncrementalMode
@@ -139,9 +141,13 @@ class ChangePlanner:
         return out
 
     def between(
-        self, start: int, end: int, mode: IncrementalMode, dnf: list[Conjunct] | None = None
+        self, window: IncrementalRange, mode: IncrementalMode, dnf: list[Conjunct] | None = None
     ) -> list[ChangeSplit]:
-        """Change splits of ``(start, end]`` for ``incremental-between-scan-mode`` ``mode``."""
+        """Change splits of ``window`` for ``incremental-between-scan-mode`` ``mode`` (a range between two
+        tags: the diff of the tagged snapshots, whatever the mode)."""
+        start, end = window.start, window.end
+        if window.tagged is not None:
+            return self.diff(*window.tagged, dnf) if not window.empty else []
         if mode is IncrementalMode.DIFF:
             before = self.snapshots.load(start) if start >= 1 else None
             return self.diff(before, self.snapshots.load(end), dnf) if end > start else []
@@ -184,8 +190,8 @@ def read_change_split(reader: SplitReader, change: ChangeSplit) -> Iterator[pa.T
         for f in split.files:
             yield _with_kind(reader, reader.read_file(split, f, None))
     elif change.kind is ChangeKind.DELTA:
-        for kv in reader.read_split_kv(split):
-            yield _with_kind(reader, _retracts_as_deletes(kv))
+        for f in split.files:
+            yield _with_kind(reader, _retracts_as_deletes(reader.read_file(split, f, None)))
     else:
         after = _bucket_kv(reader, split)
         before = _bucket_kv(reader, change.before) if change.before is not None else after.slice(0, 0)

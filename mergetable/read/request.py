@@ -33,8 +33,8 @@ def plan_request(
     if request.incremental_between is not None:
         if sections != "all":
             raise OptionsError("sections", f"must be 'all' for an incremental read, got '{sections}'")
-        start, end = resolve_range(snapshots, tags, request.incremental_between)
-        return delta_splits(manifests, snapshots_between(snapshots, start, end), schema, dnf)
+        window = resolve_range(snapshots, tags, request.incremental_between)
+        return delta_splits(manifests, snapshots_between(snapshots, window.start, window.end), schema, dnf)
     snap = resolve_travel(snapshots, tags, request.travel)
     planner = Planner(manifests, schema, manifests.fileio if key_ranges else None)
     return planner.plan(snap, dnf, request.split_size, sections=sections)

@@ -186,7 +186,7 @@ def _snapshots(ctx: _Context, _: Snapshot | None) -> list[dict[str, Any]]:
             "changelog_manifest_list": s.changelog_manifest_list,
             "total_record_count": s.total_record_count,
             "delta_record_count": s.delta_record_count,
-            "changelog_record_count": s.changelog_record_count,
+            "changelog_record_count": s.changelog_record_count or 0,  # 0 without changelog, as in Paimon
             "watermark": s.watermark,
             "operation": operation_of(s),
         }

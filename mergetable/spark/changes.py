@@ -178,12 +178,12 @@ def batch_change_reader(
     planner = table.change_planner()
     incremental = IncrementalOptions.parse(options)
     if incremental is not None:
-        start, end = (
+        window = (
             table.change_range(timestamps=incremental.timestamps)
             if incremental.timestamps is not None
             else table.change_range(*incremental.between)  # type: ignore[misc]
         )
-        changes = planner.between(start, end, incremental.mode, dnf)
+        changes = planner.between(window, incremental.mode, dnf)
     elif snapshot_id is not None:
         changes = planner.snapshot(table.snapshot(snapshot_id), dnf)
     else:

@@ -42,7 +42,7 @@ def test_unknown_keys_get_a_suggestion_and_paimon_options_say_they_are_unsupport
         "option 'bukcet': unknown option (did you mean 'bucket'?)"
     )
     assert "did you mean" not in str(unknown_option("zzzz", TABLE_OPTION_KEYS))
-    for key in ("deletion-vectors.enabled", "changelog.num-retained.max", "Tag.Automatic-Creation"):
+    for key in ("deletion-vectors.enabled", "commit.callbacks", "Tag.Automatic-Creation"):
         message = str(unknown_option(key, TABLE_OPTION_KEYS))
         assert message == f"option '{key}': Paimon option '{key}' is not supported by mergetable"
     assert not PAIMON_UNSUPPORTED_OPTIONS & TABLE_OPTION_KEYS  # nothing mergetable supports is on the list

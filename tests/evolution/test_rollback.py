@@ -86,12 +86,18 @@ def test_rollback_to_snapshot_removes_later_snapshots_tags_and_files(table_uri: 
     assert t.remove_orphan_files(older_than_ms=2**62, force=True) == []  # nothing unreferenced is left behind
 
 
+def _retain(t: mt.Table, most: int) -> None:
+    """Keep only the newest ``most`` snapshots from now on (set after the writes: commits expire too)."""
+    t.alter.set_options({"snapshot.num-retained.min": "1", "snapshot.num-retained.max": str(most)})
+
+
 def test_rollback_to_tag_whose_snapshot_expired(table_uri: str) -> None:
-    t = _table(table_uri, **{"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "2"})
+    t = _table(table_uri)
     for i in range(5):
         _write(t, i)
     t.create_tag("keep", snapshot_id=2)
     tagged = _rows(t, tag="keep")
+    _retain(t, 2)
     t.expire_snapshots()
     assert _earliest(t) == 4
     result = t.rollback_to(tag="keep")
@@ -104,11 +110,12 @@ def test_rollback_to_tag_whose_snapshot_expired(table_uri: str) -> None:
 
 
 def test_rollback_by_id_to_an_expired_snapshot_held_by_a_tag(table_uri: str) -> None:
-    t = _table(table_uri, **{"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"})
+    t = _table(table_uri)
     for i in range(3):
         _write(t, i)
     t.create_tag("one", snapshot_id=1)
     tagged = _rows(t, tag="one")
+    _retain(t, 1)
     t.expire_snapshots()
     assert _earliest(t) == 3
     t.rollback_to(snapshot_id=1)  # Paimon falls back to a tag on the expired snapshot
@@ -232,9 +239,10 @@ def test_rollback_matches_a_dict_oracle(tmp_path_factory: pytest.TempPathFactory
 
 
 def test_tags_expire_by_their_retention(table_uri: str) -> None:
-    t = _table(table_uri, **{"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"})
+    t = _table(table_uri)
     for i in range(3):
         _write(t, i)
+    _retain(t, 1)
     short = t.create_tag("short", snapshot_id=1, time_retained=datetime.timedelta(minutes=5))
     t.create_tag("ms", snapshot_id=2, time_retained=60_000)
     t.create_tag("forever", snapshot_id=2)

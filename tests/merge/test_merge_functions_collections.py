@@ -217,3 +217,13 @@ def test_nested_update_table_level() -> None:
     )
     out = visible(s, merge(engine(s), kv(s, [(1, [r(1, "a")]), (2, [r(1, "x")]), (1, [r(2, "b")])])))
     assert out == [{"k": 1, "v": [r(1, "a"), r(2, "b")]}, {"k": 2, "v": [r(1, "x")]}]
+
+
+def test_collect_distinct_maps_with_the_same_entries_in_another_order_are_equal() -> None:
+    maps = pa.list_(pa.map_(pa.string(), pa.int32()))
+    out = fold("collect", maps, [[[("a", 1), ("b", 2)]], [[("b", 2), ("a", 1)], [("c", 3)]]], distinct="true")
+    assert out == [[("a", 1), ("b", 2)], [("c", 3)]]
+    rows = pa.list_(pa.struct([("m", pa.map_(pa.string(), pa.int32()))]))
+    nested = fold("collect", rows, [[{"m": [("a", 1), ("b", 2)]}], [{"m": [("b", 2), ("a", 1)]}]], distinct="true")
+    assert nested == [{"m": [("a", 1), ("b", 2)]}]
+    assert fold("collect", maps, [[[("a", 1), ("b", 2)]], [[("b", 2), ("a", 1)]]], ["+I", "-U"]) == []

@@ -71,9 +71,9 @@ def test_versions_are_carried_forward_through_other_commits_and_expiration(table
     t.write(_rows(1), txn_app_id="b", txn_version=4)
     for i in range(4):
         t.write(_rows(1, (10 + i,)))  # writers without a transaction
-    t.compact(full=True)
-    expired = t.expire_snapshots().expired_snapshots
-    assert 1 in expired and 2 in expired
+    t.compact(full=True)  # the compaction job expires snapshots (a write-only writer does not), as Paimon's
+    t.expire_snapshots()
+    assert {1, 2}.isdisjoint(s.id for s in t.snapshots())
     assert txn_versions(t.latest_snapshot()) == {"a": 10, "b": 4}
     assert t.write(_rows(50), txn_app_id="a", txn_version=10) is None
     assert t.write(_rows(50), txn_app_id="b", txn_version=3) is None

@@ -114,13 +114,33 @@ class ListAgg(AggFunction):
         return result.cast(self.type)
 
 
+def typed_freeze(value: Any, t: pa.DataType) -> Any:
+    """:func:`freeze` that knows the type: a MAP is the set of its entries, so maps holding the same entries
+    in another order are equal (as Paimon's map equality), also inside rows and arrays.
+
+    >>> m = pa.map_(pa.string(), pa.int32())
+    >>> typed_freeze([("a", 1), ("b", 2)], m) == typed_freeze([("b", 2), ("a", 1)], m)
+    True
+    """
+    if value is None:
+        return None
+    if pa.types.is_map(t):
+        return frozenset((typed_freeze(k, t.key_type), typed_freeze(v, t.item_type)) for k, v in value)
+    if pa.types.is_struct(t):
+        return tuple((f.name, typed_freeze(value.get(f.name), f.type)) for f in t)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return tuple(typed_freeze(v, t.value_type) for v in value)
+    return freeze(value)
+
+
 def _needs_content_equality(t: pa.DataType) -> bool:
     return pa.types.is_nested(t) or pa.types.is_binary(t) or pa.types.is_fixed_size_binary(t)
 
 
 @register_function
 class Collect(AggFunction):
-    """``collect``: concatenates arrays; ``fields.<f>.distinct=true`` makes it a set union."""
+    """``collect``: concatenates arrays; ``fields.<f>.distinct=true`` makes it a set union (elements compared by
+    content; maps holding the same entries in another order are equal)."""
 
     name = "collect"
     supports_retract = True
@@ -136,6 +156,9 @@ class Collect(AggFunction):
             return None
         return wrong_type("collect", "Array", t)
 
+    def _key(self, element: Any) -> Any:
+        return typed_freeze(element, self.type.value_type)
+
     def agg(self, acc: Any, x: Any, state: Any) -> Any:
         if acc is None and x is None:
             return None
@@ -147,12 +170,12 @@ class Collect(AggFunction):
         out: list[Any] = []
         seen: set[Any] = set()
         for element in acc or []:
-            key = freeze(element)
+            key = self._key(element)
             if self._equaliser or key not in seen:
                 out.append(element)
             seen.add(key)
         for element in x or []:
-            key = freeze(element)
+            key = self._key(element)
             if key not in seen:
                 seen.add(key)
                 out.append(element)
@@ -163,10 +186,10 @@ class Collect(AggFunction):
             return None
         if not x:
             return acc
-        pending = [freeze(e) for e in x]
+        pending = [self._key(e) for e in x]
         out = []
         for element in acc:
-            key = freeze(element)
+            key = self._key(element)
             if key in pending:
                 pending.remove(key)
             else:
@@ -262,4 +285,4 @@ class MergeMapWithKeyTime(AggFunction):
         return list(merged.values())
 
 
-__all__ = ["Collect", "ListAgg", "MergeMap", "MergeMapWithKeyTime", "freeze", "is_blank"]
+__all__ = ["Collect", "ListAgg", "MergeMap", "MergeMapWithKeyTime", "freeze", "is_blank", "typed_freeze"]
