@@ -37,7 +37,7 @@ from mergetable.read.change_api import ChangeData
 from mergetable.read.count import count_rows
 from mergetable.read.parallel import in_process_key_ranges
 from mergetable.read.reader import SplitReader
-from mergetable.read.request import plan_request
+from mergetable.read.request import diff_batches, plan_request
 from mergetable.read.scan import Sections, Split
 from mergetable.read.system_tables import system_table
 from mergetable.write.input import RowKindArg
@@ -359,6 +359,11 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
         if snap is not None and snap.schema_id != self.table_schema.id:
             return self.as_of_schema(snap.schema_id)._reader(request, ahead, sized)
         reader = self.split_reader(request.columns, request.filter)
+        inc = request.incremental_between
+        if inc is not None and (window := self.change_range(*inc)).tagged:  # between two tags: their diff
+            return pa.RecordBatchReader.from_batches(
+                reader.out_schema, diff_batches(reader, self.change_planner(), window)
+            )
         splits = self.plan_bound(request, reader.dnf, key_ranges=sized or in_process_key_ranges())
         return pa.RecordBatchReader.from_batches(reader.out_schema, reader.batches(splits, ahead=ahead))
 

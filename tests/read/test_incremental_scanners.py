@@ -84,3 +84,22 @@ def test_numeric_tag_names_win_over_snapshot_ids(table_uri: str) -> None:
     assert rows(t.read(incremental_between="1,3")) == [(2, 20)]  # tag "3" is snapshot 2
     with pytest.raises(mt.MergeTableError, match="invalid tag name"):
         t.create_tag("../x")
+
+
+def test_a_plain_read_between_tags_is_their_diff_after_expiration(tmp_path: object) -> None:
+    schema = pa.schema([pa.field("k", pa.int64(), False), ("v", pa.int64())])
+    t = mt.create_table(f"{tmp_path}/t", schema, ["k"], options={"bucket": "1", "write-only": "true"})
+    t.write(pa.table({"k": [1, 2], "v": [10, 20]}))
+    t.create_tag("1")  # a numeric tag name: the tag is looked up first
+    t.write(pa.table({"k": [1], "v": [11]}))
+    t.write(pa.table({"k": [2], "v": [None]}), row_kind="-D")
+    t.write(pa.table({"k": [3], "v": [30]}))
+    t.create_tag("end")
+    t.write(pa.table({"k": [4], "v": [40]}))
+    t.expire_snapshots(retain_last=1)
+    assert [s.id for s in t.snapshots()] == [5]
+    # Paimon's incremental diff read: the end's rows that differ from the start's; deleted keys are not shown
+    assert t.read(incremental_between=("1", "end")).sort_by("k").to_pylist() == [{"k": 1, "v": 11}, {"k": 3, "v": 30}]
+    assert t.read(columns=["v"], incremental_between=("1", "end"), filter=[("k", "=", 3)]).to_pylist() == [{"v": 30}]
+    with pytest.raises(mt.OptionsError, match="between two tags"):
+        t.plan(incremental_between=("1", "end"))
