@@ -31,7 +31,8 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from mergetable.compaction.lsm import CompactUnit, Levels
-from mergetable.core.options import MIB, ChangelogProducer, MergeEngine, TableOptions
+from mergetable.core.option_values import MIB
+from mergetable.core.options import ChangelogProducer, MergeEngine, TableOptions
 from mergetable.metadata.models import DataFileMeta
 from mergetable.read.diff import diff_changelog
 from mergetable.read.lookup import FileCache, KeyLookup, key_set, only_keys

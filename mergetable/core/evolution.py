@@ -29,7 +29,8 @@ import pyarrow as pa
 
 from mergetable.core.errors import ImmutableOptionError, SchemaChangeError
 from mergetable.core.option_map import unknown_option
-from mergetable.core.options import TableOptions, parse_bool
+from mergetable.core.option_values import parse_bool
+from mergetable.core.options import TableOptions
 from mergetable.core.schema import (
     RESERVED_PREFIXES,
     DataField,

@@ -35,7 +35,8 @@ from typing import Any, TypedDict
 from mergetable.core.arguments import unknown_keywords
 from mergetable.core.errors import OptionsError
 from mergetable.core.option_map import OptionMap
-from mergetable.core.options import DEFAULT_SPLIT_SIZE, parse_list, parse_memory_size
+from mergetable.core.option_values import parse_list, parse_memory_size
+from mergetable.core.options import DEFAULT_SPLIT_SIZE
 from mergetable.core.predicates import Conjunct, Filters
 
 SnapshotRef = int | str

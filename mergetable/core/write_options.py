@@ -14,7 +14,8 @@ from typing import Any, Self
 
 from mergetable.core.errors import OptionsError
 from mergetable.core.option_map import OptionMap, unknown_option
-from mergetable.core.options import TABLE_OPTION_KEYS, TableOptions, normalize_option_keys, parse_list
+from mergetable.core.option_values import parse_list
+from mergetable.core.options import TABLE_OPTION_KEYS, TableOptions, normalize_option_keys
 from mergetable.core.read_options import READ_OPTION_KEYS
 from mergetable.core.storage import STORAGE_JSON, STORAGE_PREFIX, storage_options
 from mergetable.core.txn import Txn, make_txn

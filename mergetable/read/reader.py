@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from mergetable.commit.schemas import SchemaManager
 from mergetable.core.fileio import FileIO
 from mergetable.core.filters import to_expression
-from mergetable.core.options import MIB
+from mergetable.core.option_values import MIB
 from mergetable.core.paths import PathFactory
 from mergetable.core.predicates import Conjunct, columns_of, point_values, restrict
 from mergetable.core.rowkind import any_retract, is_retract

@@ -28,7 +28,7 @@ from typing import TypeVar
 from mergetable.commit.consumers import check_consumer_id
 from mergetable.core.errors import MergeTableError, OptionsError
 from mergetable.core.option_map import lower_keys
-from mergetable.core.options import parse_bool, parse_duration_ms
+from mergetable.core.option_values import parse_bool, parse_duration_ms
 from mergetable.core.read_options import to_epoch_millis
 
 T = TypeVar("T")

@@ -16,7 +16,7 @@ import heapq
 import os
 from collections.abc import Sequence
 
-from mergetable.core.options import MIB
+from mergetable.core.option_values import MIB
 from mergetable.read.scan import Split
 
 #: what opening one split is worth in bytes when packing (Spark's files.openCostInBytes is 4 MiB; a split

@@ -35,7 +35,8 @@ from mergetable.commit.transaction import WriteTransaction
 from mergetable.core import paths
 from mergetable.core.errors import AlreadyCommittedError, OptionsError, SchemaError
 from mergetable.core.fileio import FileIO
-from mergetable.core.options import MIB, MergeEngine
+from mergetable.core.option_values import MIB
+from mergetable.core.options import MergeEngine
 from mergetable.core.schema import TableSchema
 from mergetable.core.txn import Txn
 from mergetable.merge import validate_merge_options

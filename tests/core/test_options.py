@@ -3,13 +3,8 @@ from __future__ import annotations
 import pytest
 
 from mergetable.core.errors import OptionsError
-from mergetable.core.options import (
-    ChangelogProducer,
-    MergeEngine,
-    TableOptions,
-    parse_duration_ms,
-    parse_memory_size,
-)
+from mergetable.core.option_values import parse_duration_ms, parse_memory_size
+from mergetable.core.options import ChangelogProducer, MergeEngine, TableOptions
 
 
 def test_defaults_follow_paimon() -> None:

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import mergetable as mt
-from mergetable.core.options import MIB
+from mergetable.core.option_values import MIB
 from mergetable.metadata.models import DataFileMeta
 from mergetable.read.scan import Split
 from mergetable.spark.packing import MIN_PARTITION_BYTES, OPEN_COST, pack_splits

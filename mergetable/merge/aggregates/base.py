@@ -28,7 +28,8 @@ import numpy as np
 import pyarrow as pa
 
 from mergetable.core.errors import MergeError, OptionsError, SchemaError
-from mergetable.core.options import TableOptions, parse_bool, parse_int, parse_list
+from mergetable.core.option_values import parse_bool, parse_int, parse_list
+from mergetable.core.options import TableOptions
 from mergetable.core.schema import arrow_to_type_json
 from mergetable.merge.layout import group_first_where, group_last_where, stable_int_argsort
 
