@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import decimal
 from pathlib import Path
@@ -57,6 +58,11 @@ def test_read_options_errors_name_the_option() -> None:
         ReadOptions.parse({})
     with pytest.raises(OptionsError, match="'pushdown'"):
         ReadOptions.parse({"path": "/t", "pushdown": "maybe"})
+    if pushdown_scoped_per_scan():
+        assert ReadOptions.parse({"path": "/t", "pushdown": "true"}).pushdown == "true"
+    else:  # one pushed plan per loaded DataFrame: 'true' would answer later scans with its rows
+        with pytest.raises(OptionsError, match=r"option 'pushdown'.*use 'auto'"):
+            ReadOptions.parse({"path": "/t", "pushdown": "TRUE"})
     with pytest.raises(OptionsError, match=r"split\.target-size"):
         ReadOptions.parse({"path": "/t", "split.target-size": "0"})
     opts = ReadOptions.parse({"path": "/t", "columns": "a, b", "source.split.target-size": "1mb"})
@@ -169,7 +175,8 @@ def test_pushdown_detection_is_by_caller() -> None:
 
 def test_reader_is_chosen_by_the_parsed_options() -> None:
     def chosen(per_query: bool = False, in_pushdown_worker: bool = False, **options: str) -> type:
-        opts = ReadOptions.parse({"path": "/t", **options})
+        pushdown = options.pop("pushdown", "auto")  # 'true' is refused by parse where plans are shared
+        opts = dataclasses.replace(ReadOptions.parse({"path": "/t", **options}), pushdown=pushdown)
         if not in_pushdown_worker:
             return reader_class(opts, per_query)
         worker = "/x/pyspark/sql/worker/data_source_pushdown_filters.py"
