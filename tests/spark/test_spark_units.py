@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import decimal
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -346,6 +347,19 @@ def test_commit_of_overwrite_with_no_rows_truncates(tmp_path: Path) -> None:
     writer = MergeTableWriter(plan_write({"path": uri}, DF_SCHEMA, True))
     writer.commit([writer.write_task([], 0, 0, 1)])
     assert mt.open_table(uri).read().num_rows == 0
+
+
+def test_a_job_planned_for_a_table_recreated_before_its_commit_commits_nothing(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string())])
+    mt.create_table(uri, schema, ["id"]).write(pa.table({"id": pa.array([1], pa.int64()), "v": ["old"]}))
+    writer = MergeTableWriter(plan_write({"path": uri}, DF_SCHEMA, False))
+    done = writer.write_task(_batches(range(3), "n"), 0, 0, 1)
+    shutil.rmtree(uri)
+    again = mt.create_table(uri, schema, ["id"])
+    with pytest.raises(mt.TableRecreatedError, match="re-created since the write was planned"):
+        writer.commit([done])
+    assert again.snapshots() == [] and mt.open_table(uri).read().num_rows == 0
 
 
 def test_write_task_messages_are_picklable(tmp_path: Path) -> None:
