@@ -21,6 +21,7 @@ from mergetable.core.errors import (
     SnapshotNotFoundError,
     TableExistsError,
     TableNotFoundError,
+    TableRecreatedError,
     UnsupportedError,
 )
 from mergetable.core.options import TableOptions
@@ -52,6 +53,7 @@ __all__ = [
     "TableExistsError",
     "TableNotFoundError",
     "TableOptions",
+    "TableRecreatedError",
     "Tag",
     "UnsupportedError",
     "create_table",

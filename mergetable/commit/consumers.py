@@ -1,6 +1,8 @@
 """Consumers: the progress of named streaming readers, stored in the table (Paimon's ``ConsumerManager``).
 
-``consumer/consumer-<id>`` holds ``{"nextSnapshot": N}``: the first snapshot the consumer has not read yet.
+``consumer/consumer-<id>`` holds ``{"nextSnapshot": N, "tableId": ...}``: the first snapshot the consumer has
+not read yet, and the identity of the table it was recorded for (a stream refuses the record of a table
+deleted and re-created at the same path).
 A stream that names a ``consumer-id`` starts from it when it has no checkpoint of its own and records its
 progress there after every batch. Snapshot expiration keeps every snapshot a consumer still needs (the
 smallest ``nextSnapshot`` and everything after it). With ``consumer.expiration-time`` set, a consumer whose
@@ -14,6 +16,7 @@ import builtins
 import re
 import time
 
+from mergetable.commit.schemas import table_identity
 from mergetable.core.errors import MergeTableError, SnapshotNotFoundError
 from mergetable.core.fileio import FileIO
 from mergetable.core.paths import CONSUMER_PREFIX, PathFactory
@@ -48,11 +51,13 @@ class ConsumerManager:
             return None
         return ConsumerProgress.from_json(text, path)
 
-    def record(self, consumer_id: str, next_snapshot: int) -> ConsumerProgress:
-        """Store that ``consumer_id`` will read ``next_snapshot`` next (overwrites its progress)."""
+    def record(self, consumer_id: str, next_snapshot: int, table_id: str | None = None) -> ConsumerProgress:
+        """Store that ``consumer_id`` will read ``next_snapshot`` next (overwrites its progress), for the table
+        of identity ``table_id`` (default: the table there now, :func:`~mergetable.commit.schemas.table_identity`)."""
         if next_snapshot < 1:
             raise MergeTableError(f"a consumer's next snapshot must be >= 1, got {next_snapshot}")
-        progress = ConsumerProgress(next_snapshot=next_snapshot)
+        table_id = table_id if table_id is not None else table_identity(self.fileio)
+        progress = ConsumerProgress(next_snapshot=next_snapshot, table_id=table_id)
         self.fileio.write_bytes(self._path(consumer_id), progress.to_json().encode())
         return progress
 

@@ -21,6 +21,27 @@ from mergetable.core.schema import TableSchema
 from mergetable.merge import validate_merge_options
 
 
+def table_identity(fileio: FileIO) -> str | None:
+    """The identity of the table at ``fileio``'s root (None: no table is there).
+
+    The ``tableUuid`` of its first schema; for a table created before tables had one, ``created-<ms>``, from
+    the creation time of that schema (a table deleted and created again at the same path gets another).
+    Streaming offsets and consumer records carry it, and Spark writes check it at commit, so that a table
+    re-created at their path refuses them.
+
+    >>> import pyarrow as pa, tempfile, mergetable as mt
+    >>> t = mt.create_table(tempfile.mkdtemp() + "/t", pa.schema([("k", pa.int64())]), primary_key=["k"])
+    >>> table_identity(t.fileio) == t.table_schema.table_uuid
+    True
+    """
+    path = PathFactory(fileio.root).schema_file(0)
+    try:
+        first = TableSchema.from_json(fileio.read_bytes(path), path)
+    except FileNotFoundError:
+        return None
+    return first.table_uuid or f"created-{first.time_millis}"
+
+
 class SchemaManager:
     """The ``schema/schema-<id>`` files of one table."""
 
@@ -122,3 +143,6 @@ class SchemaManager:
                 stacklevel=2,
             )
         return schema
+
+
+__all__ = ["SchemaManager", "table_identity"]

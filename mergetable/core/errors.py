@@ -152,6 +152,21 @@ class SnapshotExpiredError(SnapshotNotFoundError):
         )
 
 
+class TableRecreatedError(MergeTableError):
+    """The table at a path is not the one a checkpoint, offset or consumer was written for: it was deleted
+    (and re-created) since. Reading on would deliver another table's changes as if they continued the old ones."""
+
+    def __init__(self, uri: str, what: str, expected: str, found: str | None, how_to_start_over: str) -> None:
+        self.uri = uri
+        self.expected = expected
+        self.found = found
+        now = "no table is there now" if found is None else f"the table there now has id {found}"
+        super().__init__(
+            f"the table at {uri} was re-created since {what} (for table id {expected}; {now}), so it cannot "
+            f"continue; {how_to_start_over}"
+        )
+
+
 class UnsupportedError(MergeTableError, NotImplementedError):
     """The requested feature or mode is not supported."""
 
@@ -191,6 +206,7 @@ __all__ = [
     "StorageFullError",
     "TableExistsError",
     "TableNotFoundError",
+    "TableRecreatedError",
     "TagExistsError",
     "UnknownOptionsWarning",
     "UnsupportedError",

@@ -266,6 +266,7 @@ def apply_changes(schema: TableSchema, changes: list[SchemaChange], has_snapshot
         options=TableOptions.from_map(options).to_map(),
         comment=comment,
         time_millis=int(time.time() * 1000),
+        table_uuid=schema.table_uuid,
     )
     out.validate_options()
     return out

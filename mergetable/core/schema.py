@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import time
+import uuid
 from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
@@ -196,6 +197,9 @@ class TableSchema(Versioned):
     options: dict[str, str]
     comment: str | None = None
     time_millis: int
+    table_uuid: str | None = None
+    """The table's identity, written at creation and carried by every later schema (absent in tables
+    created before it existed; :func:`mergetable.commit.schemas.table_identity` derives one for those)."""
 
     @classmethod
     def create(
@@ -251,6 +255,7 @@ class TableSchema(Versioned):
             options=opts.to_map(),
             comment=comment,
             time_millis=int(time.time() * 1000),
+            table_uuid=uuid.uuid4().hex,
         )
         out.validate_options()
         return out

@@ -198,6 +198,10 @@ class ConsumerProgress(JsonModel):
     """Content of ``consumer/consumer-<id>``: the first snapshot a named streaming reader has not read yet."""
 
     next_snapshot: int
+    table_id: str | None = None
+    """The identity of the table it was recorded for (``mergetable.commit.schemas.table_identity``); a stream
+    refuses a record of another table (one deleted and re-created at this path). None: recorded before
+    consumers carried it."""
 
 
 MODELS: tuple[type[JsonModel], ...] = (

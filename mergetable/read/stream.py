@@ -1,10 +1,14 @@
 """Streaming reads: positions (offsets), Paimon's scan modes, admission control, consumers, a follower.
 
 A position is the next snapshot to read, plus whether that snapshot is first read in full (the ``*-full``
-scan modes). Its JSON form ``{"nextSnapshot": N, "fullScan": false}`` is what Spark checkpoints, so a
-restarted query continues exactly where it stopped. A batch covers whole snapshots ``[start, end)``; the
-full read of a snapshot is a batch of its own. :class:`ChangeStream` is shared by the Spark source and
-by :func:`follow`, the plain-Python follower.
+scan modes). Its JSON form ``{"nextSnapshot": N, "fullScan": false, "tableId": ...}``
+(:meth:`ChangeStream.offset`) is what Spark checkpoints, so a restarted query continues exactly where it
+stopped; ``tableId`` (:func:`~mergetable.commit.schemas.table_identity`) makes a restart on a table deleted and
+re-created at the same path fail with :class:`~mergetable.core.errors.TableRecreatedError` instead of reading
+the new table's snapshots as if they continued the old ones. Consumer records carry it too.
+
+A batch covers whole snapshots ``[start, end)``; the full read of a snapshot is a batch of its own.
+:class:`ChangeStream` is shared by the Spark source and by :func:`follow`, the plain-Python follower.
 """
 
 from __future__ import annotations
@@ -19,8 +23,15 @@ import pyarrow as pa
 
 from mergetable.commit.consumers import ConsumerManager
 from mergetable.commit.manifests import ManifestIO
+from mergetable.commit.schemas import table_identity
 from mergetable.commit.snapshots import SnapshotManager, TagManager
-from mergetable.core.errors import CorruptMetadataError, DataFileError, SnapshotExpiredError, SnapshotNotFoundError
+from mergetable.core.errors import (
+    CorruptMetadataError,
+    DataFileError,
+    SnapshotExpiredError,
+    SnapshotNotFoundError,
+    TableRecreatedError,
+)
 from mergetable.core.fileio import FileIO
 from mergetable.core.predicates import Conjunct
 from mergetable.core.schema import TableSchema
@@ -64,13 +75,55 @@ class ChangeBatch:
 class ChangeStream:
     """Plans and reads a stream of one table. Picklable (Spark ships it to its workers)."""
 
-    def __init__(self, fileio: FileIO, schema: TableSchema, options: StreamOptions) -> None:
+    def __init__(
+        self, fileio: FileIO, schema: TableSchema, options: StreamOptions, table_id: str | None = None
+    ) -> None:
         self.fileio = fileio
         self.schema = schema
         self.options = options
+        found = table_id or schema.table_uuid or table_identity(fileio)
+        self.table_id: str = found or f"created-{schema.time_millis}"
+        """The identity of the table this stream reads (checked against offsets, consumers and the table)."""
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (ChangeStream, (self.fileio, self.schema, self.options))
+        return (ChangeStream, (self.fileio, self.schema, self.options, self.table_id))
+
+    # -- identity -------------------------------------------------------------------------------------------
+    def offset(self, position: Position) -> dict[str, Any]:
+        """``position`` as a checkpointed offset, with this table's identity.
+
+        >>> import pyarrow as pa, tempfile, mergetable as mt
+        >>> t = mt.create_table(tempfile.mkdtemp() + "/t", pa.schema([("k", pa.int64())]), primary_key=["k"])
+        >>> stream = ChangeStream(t.fileio, t.table_schema, StreamOptions())
+        >>> offset = stream.offset(Position(3))
+        >>> offset["tableId"] == t.table_schema.table_uuid, stream.position(offset)
+        (True, Position(next_snapshot=3, full=False))
+        >>> stream.position({**offset, "tableId": "another"})
+        Traceback (most recent call last):
+        mergetable.core.errors.TableRecreatedError: the table at ... was re-created since the checkpoint ...
+        """
+        return {**position.to_offset(), "tableId": self.table_id}
+
+    def position(self, offset: dict[str, Any]) -> Position:
+        """The position of a checkpointed ``offset``; :class:`TableRecreatedError` when it was written for
+        another table (an offset without ``tableId``, written before offsets carried it, is taken as is)."""
+        written_for = offset.get("tableId")
+        if written_for is not None and written_for != self.table_id:
+            raise self._recreated("the checkpoint (its offset) was written", str(written_for), self.table_id)
+        return Position.from_offset(offset)
+
+    def check_table(self) -> None:
+        """:class:`TableRecreatedError` unless the table at the path is still the one this stream opened."""
+        now = table_identity(self.fileio)
+        if now != self.table_id:
+            raise self._recreated("the stream was opened", self.table_id, now)
+
+    def _recreated(self, what: str, expected: str, found: str | None) -> TableRecreatedError:
+        hint = "start the stream again with a new checkpoint location (or none), which reads the new table"
+        if self.options.consumer_id is not None:
+            cid = self.options.consumer_id
+            hint += f", after resetting consumer '{cid}' (mergetable consumers URI --delete {cid})"
+        return TableRecreatedError(self.fileio.uri, what, expected, found, hint)
 
     @cached_property
     def snapshots(self) -> SnapshotManager:
@@ -91,6 +144,10 @@ class ChangeStream:
         if opts.consumer_id is not None:
             progress = self.consumers.get(opts.consumer_id)
             if progress is not None:
+                if progress.table_id is not None and progress.table_id != self.table_id:
+                    raise self._recreated(
+                        f"the record of consumer '{opts.consumer_id}' was written", progress.table_id, self.table_id
+                    )
                 return self._checked(Position(progress.next_snapshot))
         latest = self.snapshots.latest_id()
         mode = opts.scan_mode
@@ -113,7 +170,7 @@ class ChangeStream:
         else:  # latest-full (and compacted-full before any compaction)
             pos = Position(latest, full=True) if latest is not None else Position(1)
         if opts.consumer_id is not None and not pos.full:
-            self.consumers.record(opts.consumer_id, pos.next_snapshot)  # protect the start from expiration
+            self.consumers.record(opts.consumer_id, pos.next_snapshot, self.table_id)  # protect the start
         return pos if pos.full else self._checked(pos)
 
     def _latest_compacted(self, latest: int | None) -> int | None:
@@ -162,6 +219,7 @@ class ChangeStream:
         ``until`` caps the last snapshot (Trigger.AvailableNow); ``max-snapshots-per-trigger``, ``max_files``
         and ``max_rows`` limit a batch, which still always holds at least one whole snapshot.
         """
+        self.check_table()
         if start.full:
             self._load(start.next_snapshot)
             return Position(start.next_snapshot + 1)
@@ -197,7 +255,7 @@ class ChangeStream:
     def commit(self, end: Position) -> None:
         """Record the consumer's progress (when the stream has a ``consumer-id``)."""
         if self.options.consumer_id is not None and not end.full:
-            self.consumers.record(self.options.consumer_id, end.next_snapshot)
+            self.consumers.record(self.options.consumer_id, end.next_snapshot, self.table_id)
 
     # -- reading --------------------------------------------------------------------------------------------
     def reader(self, columns: Sequence[str] | None = None, dnf: list[Conjunct] | None = None) -> SplitReader:

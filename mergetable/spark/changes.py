@@ -3,7 +3,8 @@
 Planning is the read tier's (:mod:`mergetable.read.stream`, :mod:`mergetable.read.changes`); this module
 only adapts it to PySpark's ``DataSourceStreamReader`` / ``DataSourceReader``.
 
-Offsets are :class:`~mergetable.read.stream.Position` s as JSON (``{"nextSnapshot": N, "fullScan": b}``),
+Offsets are :class:`~mergetable.read.stream.Position` s as JSON (``{"nextSnapshot": N, "fullScan": b, "tableId": id}``,
+:meth:`~mergetable.read.stream.ChangeStream.offset`: a restart on a table re-created at the path is refused),
 so a query restarted from its checkpoint continues exactly where it stopped. ``Trigger.AvailableNow`` is
 supported (the target is the latest snapshot when the query starts); ``max-snapshots-per-trigger`` always
 applies and ``read.stream.maxFilesPerTrigger`` / ``maxRowsPerTrigger`` are handed to Spark as the default
@@ -125,7 +126,7 @@ class MergeTableStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self.committed: Position | None = None
 
     def initialOffset(self) -> dict[str, Any]:
-        return self.stream.initial().to_offset()
+        return self.stream.offset(self.stream.initial())
 
     def prepareForTriggerAvailableNow(self) -> None:
         self.until = self.stream.snapshots.latest_id() or 0
@@ -139,28 +140,28 @@ class MergeTableStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         return ReadAllAvailable()
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit | None = None) -> dict[str, Any]:
-        position = Position.from_offset(start)
+        position = self.stream.position(start)
         # Spark asks for the batch after `start` only once everything before `start` reached the sink, so the
         # consumer's progress can be recorded here: Spark's own commit() of the last batch comes lazily, at the
         # next batch or at the next run (never at the end of a Trigger.AvailableNow run).
         self.commit(start)
         max_files = limit.max_files if isinstance(limit, ReadMaxFiles) else None
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        return self.stream.latest(position, self.until, max_files, max_rows).to_offset()
+        return self.stream.offset(self.stream.latest(position, self.until, max_files, max_rows))
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         latest = self.stream.snapshots.latest_id()
-        return None if latest is None else Position(latest + 1).to_offset()
+        return None if latest is None else self.stream.offset(Position(latest + 1))
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        changes = self.stream.plan(Position.from_offset(start), Position.from_offset(end))
+        changes = self.stream.plan(self.stream.position(start), self.stream.position(end))
         return [ChangePartition(c) for c in changes]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         yield from self.rows.rows(partition)
 
     def commit(self, end: dict[str, Any]) -> None:
-        position = Position.from_offset(end)
+        position = self.stream.position(end)
         if position != self.committed:
             self.stream.commit(position)
             self.committed = position

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pyspark.sql.datasource import DataSourceReader
+
 from mergetable.core.errors import OptionsError
 from mergetable.core.option_map import OptionMap
 from mergetable.core.read_options import READ_OPTION_KEYS, TIME_TRAVEL_OPTIONS, ReadRequest, parse_filter
@@ -36,6 +38,31 @@ CHANGE_KEYS = frozenset({*STREAM_KEYS, *INCREMENTAL_KEYS, *READ_CHANGELOG_KEYS})
 READ_KEYS = frozenset({*_SPARK_READ_KEYS, STORAGE_JSON, *READ_OPTION_KEYS, *CHANGE_KEYS})
 
 
+def pushdown_scoped_per_scan() -> bool:
+    """Whether this PySpark keeps pushed-down read plans per scan (they came together with ``pushLimit``).
+
+    Where it does not (PySpark 4.x up to 4.3), ``pushdown=true`` is refused: one pushed plan per loaded
+    relation serves every later scan of the DataFrame (see :mod:`mergetable.spark.source`).
+
+    >>> isinstance(pushdown_scoped_per_scan(), bool)
+    True
+    """
+    return hasattr(DataSourceReader, "pushLimit")
+
+
+def _pushdown(opts: OptionMap) -> str:
+    """The ``pushdown`` option's value; ``true`` only where :func:`pushdown_scoped_per_scan`."""
+    pushdown = opts.choice("pushdown", PUSHDOWN_VALUES, "auto")
+    if pushdown == "true" and not pushdown_scoped_per_scan():
+        raise OptionsError(
+            "pushdown",
+            "'true' is refused on this PySpark, which keeps one pushed-down read plan per loaded DataFrame and runs "
+            "it for every later scan of that DataFrame (a filtered query's rows would answer an unfiltered one); "
+            "use 'auto' (the default), or the 'filter' option to prune",
+        )
+    return pushdown
+
+
 # -- reading ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ReadOptions:
@@ -54,7 +81,7 @@ class ReadOptions:
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
         opts = OptionMap.of(options)
         opts.check_known(READ_KEYS, (STORAGE_PREFIX,), "read option")
-        pushdown = opts.choice("pushdown", PUSHDOWN_VALUES, "auto")
+        pushdown = _pushdown(opts)
         batch_size = _positive("batch-size", opts["batch-size"]) if "batch-size" in opts else DEFAULT_BATCH_SIZE
         sections = opts.choice("sections", _SECTIONS, "all")
         request = ReadRequest.from_options(opts)
@@ -117,6 +144,7 @@ __all__ = [
     "ReadOptions",
     "WriteOptions",
     "parse_filter",
+    "pushdown_scoped_per_scan",
     "restore_field_case",
     "storage_options",
     "table_uri",

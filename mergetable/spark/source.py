@@ -8,7 +8,9 @@ Filter pushdown (``pushdown`` read option):
 
 * ``false``: never take filters; Spark applies them all.
 * ``true``: when ``spark.sql.python.filterPushdown.enabled`` is on, take the filters mergetable can apply
-  exactly (partition, bucket and key-range pruning, then exact filtering after the merge).
+  exactly (partition, bucket and key-range pruning, then exact filtering after the merge). Refused (an
+  ``OptionsError`` naming ``pushdown``) on PySpark versions that keep one read plan per loaded relation
+  (PySpark 4.x up to 4.3), where it would return a filtered query's rows to a later unfiltered scan.
 * ``auto`` (default): ``true`` on PySpark versions that scope pushdown results to one scan, ``false`` on
   those (PySpark 4.3 and older) that keep one read plan per loaded relation and run it for every scan of
   the DataFrame, whatever that scan's filters: a later scan pushing nothing, or another scan of the same
@@ -35,7 +37,7 @@ from mergetable.spark.changes import (
     wants_changes,
     with_row_kind,
 )
-from mergetable.spark.options import ReadOptions
+from mergetable.spark.options import ReadOptions, pushdown_scoped_per_scan
 from mergetable.spark.reader import MergeTableReader, PushdownMergeTableReader, created_for_pushdown
 from mergetable.spark.sink import MergeTableStreamWriter, plan_stream_write
 from mergetable.spark.system import SystemRead, SystemTableReader, per_query, without_resolve_option
@@ -45,11 +47,6 @@ from mergetable.spark.writer import MergeTableWriter, plan_write
 from mergetable.table import Table, open_table
 
 _UNPINNED = "unpinned"
-
-
-def pushdown_scoped_per_scan() -> bool:
-    """Whether this PySpark keeps pushed-down read plans per scan (they came together with ``pushLimit``)."""
-    return hasattr(DataSourceReader, "pushLimit")
 
 
 def takes_filters(opts: ReadOptions) -> bool:

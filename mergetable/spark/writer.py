@@ -31,9 +31,10 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StringType, StructField, StructType
 
+from mergetable.commit.schemas import table_identity
 from mergetable.commit.transaction import WriteTransaction
 from mergetable.core import paths
-from mergetable.core.errors import AlreadyCommittedError, OptionsError, SchemaError
+from mergetable.core.errors import AlreadyCommittedError, OptionsError, SchemaError, TableRecreatedError
 from mergetable.core.fileio import FileIO
 from mergetable.core.option_values import MIB
 from mergetable.core.options import MergeEngine
@@ -290,7 +291,18 @@ class MergeTableWriter(DataSourceArrowWriter):
     def _table_for_commit(self) -> Table:
         job = self.job
         if not job.create:
-            return job.table()
+            table = job.table()
+            planned, now = job.schema.table_uuid, table_identity(table.fileio)
+            if planned is not None and now != planned:  # deleted and created again since the job was planned
+                raise TableRecreatedError(
+                    job.uri,
+                    "the write was planned",
+                    planned,
+                    now,
+                    "nothing was committed; run the write again (a streaming query: restart it, with a new "
+                    "checkpoint location if it also reads the re-created table)",
+                )
+            return table
         arrow = job.schema.arrow_schema
         created = create_table(
             job.uri,

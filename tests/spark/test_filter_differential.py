@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 import mergetable as mt
 import mergetable.spark as mts
 from mergetable.core.filters import bind_filters, to_expression
+from mergetable.spark.options import pushdown_scoped_per_scan
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 NAN, INF = float("nan"), float("inf")
@@ -230,8 +231,10 @@ def test_every_front_end_returns_the_same_rows(spark: SparkSession, table: mt.Ta
         sql_off = {n: sorted(r.id for r in checks if r[f"case{n}"] is True) for n in range(len(CASES))}
         assert sql_off[0] == sorted(r.id for r in shared.filter(CASES[0][0]).collect())
         spark.conf.set(PUSHDOWN_CONF, "true")
-        # PySpark 4.3 keeps the last pushed-down plan on a DataFrame: one fresh DataFrame per filtered query
-        fresh = [spark.read.format("mergetable").option("pushdown", "true").load(table.uri) for _ in CASES]
+        # PySpark 4.3 keeps the last pushed-down plan on a DataFrame (and refuses pushdown=true): one fresh
+        # DataFrame per filtered query, taking the filters where plans are per scan
+        on = {"pushdown": "true"} if pushdown_scoped_per_scan() else {}
+        fresh = [spark.read.format("mergetable").options(**on).load(table.uri) for _ in CASES]
         sql_on = _tagged_union([df.filter(sql) for df, (sql, _) in zip(fresh, CASES, strict=True)])
     finally:
         spark.conf.set(PUSHDOWN_CONF, "false")

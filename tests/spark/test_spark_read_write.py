@@ -23,6 +23,7 @@ from mergetable.core.options import MergeEngine
 from mergetable.merge.base import _REGISTRY
 from mergetable.metadata.models import CommitKind
 from mergetable.spark.api import bucket_task_key
+from mergetable.spark.options import ReadOptions, pushdown_scoped_per_scan
 from mergetable.spark.types import as_nullable
 from mergetable.spark.writer import STAGING_DIR
 
@@ -486,10 +487,36 @@ def test_pushdown_on_and_off_give_identical_results(spark: SparkSession, history
         spark.conf.set(PUSHDOWN_CONF, "false")
         expected = _answers(spark, uri, fresh=False)
         two = [*expected[:2], expected[-1]]
-        assert _answers(spark, uri, fresh=False, queries=2, pushdown="true") == two  # conf off: Spark filters
+        if pushdown_scoped_per_scan():
+            assert _answers(spark, uri, fresh=False, queries=2, pushdown="true") == two  # conf off: Spark filters
         spark.conf.set(PUSHDOWN_CONF, "true")
         assert _answers(spark, uri, fresh=False) == expected  # default 'auto' is safe with DataFrame reuse
-        assert _answers(spark, uri, fresh=True, pushdown="true") == expected
+        assert _answers(spark, uri, fresh=True, pushdown="false") == expected
+        if pushdown_scoped_per_scan():
+            assert _answers(spark, uri, fresh=True, pushdown="true") == expected
+            assert _answers(spark, uri, fresh=False, pushdown="true") == expected
+    finally:
+        spark.conf.set(PUSHDOWN_CONF, "false")
+
+
+def test_pushdown_true_never_answers_with_another_querys_rows(spark: SparkSession, tmp_path: Path) -> None:
+    """A reused DataFrame: a pushed-down ``id = 3`` must not answer the ``count()`` after it. Where PySpark
+    keeps one pushed plan per loaded relation (4.3), ``pushdown=true`` is refused, naming the option."""
+    uri = str(tmp_path / "reused")
+    rows = pa.table({"id": pa.array(range(3000), pa.int64()), "v": pa.array(range(3000), pa.int64())})
+    mt.create_table(uri, rows.schema, primary_key=["id"], options={"bucket": "2"}).write(rows)
+    spark.conf.set(PUSHDOWN_CONF, "true")
+    try:
+        if not pushdown_scoped_per_scan():
+            with pytest.raises(PySparkException, match=r"option 'pushdown'.*use 'auto'"):
+                _read(spark, uri, pushdown="true")
+            with pytest.raises(mt.OptionsError, match="option 'pushdown'"):
+                ReadOptions.parse({"path": uri, "pushdown": "true"})
+            return
+        df = _read(spark, uri, pushdown="true")
+        assert df.filter("id = 3").count() == 1
+        assert df.count() == 3000
+        assert df.unionByName(df.filter("id < 10")).count() == 3010
     finally:
         spark.conf.set(PUSHDOWN_CONF, "false")
 
@@ -510,6 +537,10 @@ def test_pushdown_prunes_partitions_and_buckets(spark: SparkSession, history: di
     uri = _only_one_day(history["uri"], tmp_path)
     day = "dt = '2024-05-02'"
     expected = sorted(_read(spark, history["uri"]).filter(day).collect())
+    if not pushdown_scoped_per_scan():  # nothing takes Spark's filters there: the filter option prunes
+        with pytest.raises(PySparkException, match="option 'pushdown'"):
+            _read(spark, uri, pushdown="true")
+        return
     try:
         spark.conf.set(PUSHDOWN_CONF, "true")
         with pytest.raises(PySparkException, match="missing"):

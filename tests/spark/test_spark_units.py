@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import decimal
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -57,6 +59,11 @@ def test_read_options_errors_name_the_option() -> None:
         ReadOptions.parse({})
     with pytest.raises(OptionsError, match="'pushdown'"):
         ReadOptions.parse({"path": "/t", "pushdown": "maybe"})
+    if pushdown_scoped_per_scan():
+        assert ReadOptions.parse({"path": "/t", "pushdown": "true"}).pushdown == "true"
+    else:  # one pushed plan per loaded DataFrame: 'true' would answer later scans with its rows
+        with pytest.raises(OptionsError, match=r"option 'pushdown'.*use 'auto'"):
+            ReadOptions.parse({"path": "/t", "pushdown": "TRUE"})
     with pytest.raises(OptionsError, match=r"split\.target-size"):
         ReadOptions.parse({"path": "/t", "split.target-size": "0"})
     opts = ReadOptions.parse({"path": "/t", "columns": "a, b", "source.split.target-size": "1mb"})
@@ -169,7 +176,8 @@ def test_pushdown_detection_is_by_caller() -> None:
 
 def test_reader_is_chosen_by_the_parsed_options() -> None:
     def chosen(per_query: bool = False, in_pushdown_worker: bool = False, **options: str) -> type:
-        opts = ReadOptions.parse({"path": "/t", **options})
+        pushdown = options.pop("pushdown", "auto")  # 'true' is refused by parse where plans are shared
+        opts = dataclasses.replace(ReadOptions.parse({"path": "/t", **options}), pushdown=pushdown)
         if not in_pushdown_worker:
             return reader_class(opts, per_query)
         worker = "/x/pyspark/sql/worker/data_source_pushdown_filters.py"
@@ -339,6 +347,19 @@ def test_commit_of_overwrite_with_no_rows_truncates(tmp_path: Path) -> None:
     writer = MergeTableWriter(plan_write({"path": uri}, DF_SCHEMA, True))
     writer.commit([writer.write_task([], 0, 0, 1)])
     assert mt.open_table(uri).read().num_rows == 0
+
+
+def test_a_job_planned_for_a_table_recreated_before_its_commit_commits_nothing(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string())])
+    mt.create_table(uri, schema, ["id"]).write(pa.table({"id": pa.array([1], pa.int64()), "v": ["old"]}))
+    writer = MergeTableWriter(plan_write({"path": uri}, DF_SCHEMA, False))
+    done = writer.write_task(_batches(range(3), "n"), 0, 0, 1)
+    shutil.rmtree(uri)
+    again = mt.create_table(uri, schema, ["id"])
+    with pytest.raises(mt.TableRecreatedError, match="re-created since the write was planned"):
+        writer.commit([done])
+    assert again.snapshots() == [] and mt.open_table(uri).read().num_rows == 0
 
 
 def test_write_task_messages_are_picklable(tmp_path: Path) -> None:

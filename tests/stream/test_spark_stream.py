@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
 import mergetable as mt
@@ -170,6 +172,23 @@ def test_a_consumer_resumes_a_query_without_its_checkpoint(
     put(history, {4: 40})
     second = stream(spark, history.uri, tmp_path / "b", **{"consumer-id": "job", "scan.snapshot-id": "1"})
     assert [rows for _, rows in second] == [[("+I", 4, 40)]]  # the consumer's progress wins over scan options
+
+
+def test_a_checkpoint_of_a_table_recreated_at_its_path_fails_the_query(
+    spark: SparkSession, history: mt.Table, tmp_path: Path
+) -> None:
+    checkpoint = tmp_path / "ck"
+    first = stream(spark, history.uri, checkpoint, **{"scan.mode": "latest-full"})
+    assert [rows for _, rows in first] == [[("+I", 1, 11), ("+I", 3, 30)]]
+    shutil.rmtree(history.uri)  # another table at the same path, with as many snapshots and more
+    again = create(history.uri)
+    for i in range(7):
+        put(again, {100 + i: i})
+    with pytest.raises(StreamingQueryException, match="re-created since the checkpoint") as err:
+        stream(spark, history.uri, checkpoint, **{"scan.mode": "latest-full"})
+    assert "TableRecreatedError" in str(err.value) and "new checkpoint location" in str(err.value)
+    fresh = stream(spark, history.uri, tmp_path / "new-ck", **{"scan.mode": "latest-full"})
+    assert [rows for _, rows in fresh] == [[("+I", 100 + i, i) for i in range(7)]]  # how to start over
 
 
 def test_bad_stream_options_fail_naming_the_option(spark: SparkSession, history: mt.Table, tmp_path: Path) -> None:
