@@ -1,4 +1,11 @@
-"""Shared fixtures. Every Spark test of a run shares one local SparkSession (the ``spark`` fixture)."""
+"""Shared fixtures and markers.
+
+Every Spark test of a run (of each pytest-xdist worker) shares one local SparkSession (the ``spark``
+fixture) and every S3 test one local S3-compatible server (``s3_server``). A test that asks for either
+fixture carries the ``spark`` or ``s3`` marker without saying so, and a test without the ``spark`` marker
+that starts a SparkContext fails: so ``-m "not spark and not s3 and not slow"`` (``make test-fast``) never
+starts a JVM.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +26,35 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 QUIET_LOG4J = Path(__file__).parent / "spark" / "log4j2-quiet.properties"
+SPARK_FIXTURES = {"spark"}
+S3_FIXTURES = {"s3_server", "make_bucket"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test by the fixtures it uses (``spark``, ``s3``)."""
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if used & SPARK_FIXTURES:
+            item.add_marker(pytest.mark.spark)
+        if used & S3_FIXTURES:
+            item.add_marker(pytest.mark.s3)
+
+
+def _spark_running() -> bool:
+    """Whether this process has started Spark's JVM (it stays up after ``stop()``) or holds a SparkContext."""
+    context = sys.modules.get("pyspark.context")
+    spark_context = getattr(context, "SparkContext", None)
+    return any(getattr(spark_context, name, None) is not None for name in ("_gateway", "_active_spark_context"))
+
+
+@pytest.fixture(autouse=True)
+def _spark_needs_its_marker(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that starts Spark without the ``spark`` marker fails (it would slip into ``make test-fast``)."""
+    before = _spark_running()
+    yield
+    if not before and _spark_running() and request.node.get_closest_marker("spark") is None:
+        pytest.fail(f"{request.node.nodeid} starts Spark but has no spark marker", pytrace=False)
 
 
 @pytest.fixture

@@ -121,6 +121,7 @@ def _alterer(uri: str, k: int, count: int) -> None:
         t.alter.add_columns(pa.field(f"a{k}_{i}", pa.int64()))
 
 
+@pytest.mark.slow
 def test_alters_race_safely_with_writer_processes(table_uri: str) -> None:
     mt.create_table(
         table_uri,

@@ -101,6 +101,7 @@ def _race(uri: str, version: int, barrier: object) -> None:
     t.write(_rows(1), txn_app_id="racer", txn_version=version)
 
 
+@pytest.mark.slow
 def test_racing_processes_commit_a_version_once(table_uri: str) -> None:
     _sum_table(table_uri, **{"commit.max-retries": "100", "commit.max-retry-wait": "100ms"})
     ctx = mp.get_context("spawn")
