@@ -41,7 +41,7 @@ from mergetable.core.options import TableOptions
 from mergetable.core.paths import PathFactory
 from mergetable.core.read_options import Timestamp, to_epoch_millis
 from mergetable.core.schema import TableSchema
-from mergetable.metadata.models import FileKind, Snapshot
+from mergetable.metadata.models import FileKind, Snapshot, Tag
 
 __all__ = [
     "DAY_MS",
@@ -50,6 +50,8 @@ __all__ = [
     "expire_after_commit",
     "expire_policy",
     "expire_snapshots",
+    "expire_tags",
+    "expired_tags",
     "remove_orphan_files",
     "used_files",
 ]
@@ -212,8 +214,9 @@ _background_lock = threading.Lock()
 
 
 def expire_after_commit(fileio: FileIO, schema: TableSchema) -> threading.Thread | None:
-    """The options' expiration after a commit: run now (``sync``), or started in a background thread
-    (``async``; returned, None when one is still running for this table). Never raises."""
+    """The options' expiration after a commit (tags past their retention, then snapshots): run now (``sync``),
+    or started in a background thread (``async``; returned, None when one is still running for this table).
+    Never raises."""
     if schema.table_options.snapshot_expire_execution_mode == "sync":
         _expire_quietly(fileio, schema)
         return None
@@ -229,9 +232,52 @@ def expire_after_commit(fileio: FileIO, schema: TableSchema) -> threading.Thread
 
 def _expire_quietly(fileio: FileIO, schema: TableSchema) -> None:
     try:
+        expire_tags(fileio, schema)
         expire_snapshots(fileio, schema)
     except Exception as exc:  # the commit stands: expiration is retried after the next one
         log.warning("snapshot expiration after a commit failed (the commit stands): %s", exc)
+
+
+def _lists(snap: Snapshot) -> list[str]:
+    names = [snap.base_manifest_list, snap.delta_manifest_list]
+    return names + ([snap.changelog_manifest_list] if snap.changelog_manifest_list else [])
+
+
+def expired_tags(tags: dict[str, Tag], now_ms: int) -> list[str]:
+    """Tags whose retention has passed: ``tag create time + time retained < now`` (no retention: kept)."""
+    return sorted(
+        name
+        for name, t in tags.items()
+        if t.tag_time_retained is not None and t.tag_create_time and t.tag_create_time + t.tag_time_retained < now_ms
+    )
+
+
+def expire_tags(
+    fileio: FileIO, schema: TableSchema, now_ms: int | None = None, dry_run: bool = False
+) -> tuple[list[str], list[str]]:
+    """Delete tags past their retention and the files only they referenced: (tag names, deleted files).
+
+    With ``dry_run`` nothing is deleted and the same pair is returned."""
+    tag_manager, manifests = TagManager(fileio), ManifestIO(fileio)
+    paths = PathFactory.for_table(fileio.root, schema)
+    now = now_ms if now_ms is not None else int(time.time() * 1000)
+    all_tags = tag_manager.list()
+    names = expired_tags(all_tags, now)
+    if not names:
+        return [], []
+    candidates: set[str] = set()
+    for name in names:
+        tag = all_tags[name]
+        candidates |= {paths.manifest_file(n) for n in _lists(tag)}
+        for e in manifests.live_entries(tag):
+            candidates.add(paths.data_file(e.partition, e.bucket, e.file.file_name))
+    if dry_run:
+        return names, sorted(candidates - used_files(fileio, schema, dropped_tags=names))
+    for name in names:
+        tag_manager.delete(name)
+    deleted = sorted(candidates - used_files(fileio, schema))
+    fileio.delete_quietly(deleted)
+    return names, deleted
 
 
 def used_files(fileio: FileIO, schema: TableSchema, dropped_tags: Collection[str] = ()) -> set[str]:

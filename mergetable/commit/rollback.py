@@ -23,19 +23,15 @@ with :class:`SnapshotNotFoundError` naming it, before anything changes.
 from __future__ import annotations
 
 import datetime
-import time
 from dataclasses import dataclass, field
 
-from mergetable.commit.maintenance import used_files
-from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.restore import RESTORED_FROM, ROLLED_BACK_TO, commit_state, resolve_target
 from mergetable.commit.snapshots import SnapshotManager, TagManager
 from mergetable.core.errors import ArgumentError, SnapshotNotFoundError
 from mergetable.core.fileio import FileIO
-from mergetable.core.paths import PathFactory
 from mergetable.core.read_options import Timestamp
 from mergetable.core.schema import TableSchema
-from mergetable.metadata.models import Snapshot, Tag
+from mergetable.metadata.models import Snapshot
 
 
 @dataclass
@@ -127,48 +123,6 @@ def rollback_to(
     return result
 
 
-def _lists(snap: Snapshot) -> list[str]:
-    names = [snap.base_manifest_list, snap.delta_manifest_list]
-    return names + ([snap.changelog_manifest_list] if snap.changelog_manifest_list else [])
-
-
-def expired_tags(tags: dict[str, Tag], now_ms: int) -> list[str]:
-    """Tags whose retention has passed: ``tag create time + time retained < now`` (no retention: kept)."""
-    return sorted(
-        name
-        for name, t in tags.items()
-        if t.tag_time_retained is not None and t.tag_create_time and t.tag_create_time + t.tag_time_retained < now_ms
-    )
-
-
-def expire_tags(
-    fileio: FileIO, schema: TableSchema, now_ms: int | None = None, dry_run: bool = False
-) -> tuple[list[str], list[str]]:
-    """Delete tags past their retention and the files only they referenced: (tag names, deleted files).
-
-    With ``dry_run`` nothing is deleted and the same pair is returned."""
-    tag_manager, manifests = TagManager(fileio), ManifestIO(fileio)
-    paths = PathFactory.for_table(fileio.root, schema)
-    now = now_ms if now_ms is not None else int(time.time() * 1000)
-    all_tags = tag_manager.list()
-    names = expired_tags(all_tags, now)
-    if not names:
-        return [], []
-    candidates: set[str] = set()
-    for name in names:
-        tag = all_tags[name]
-        candidates |= {paths.manifest_file(n) for n in _lists(tag)}
-        for e in manifests.live_entries(tag):
-            candidates.add(paths.data_file(e.partition, e.bucket, e.file.file_name))
-    if dry_run:
-        return names, sorted(candidates - used_files(fileio, schema, dropped_tags=names))
-    for name in names:
-        tag_manager.delete(name)
-    deleted = sorted(candidates - used_files(fileio, schema))
-    fileio.delete_quietly(deleted)
-    return names, deleted
-
-
 def iso_duration(ms: int | None) -> str | None:
     """Milliseconds as an ISO-8601 duration the way Java's ``Duration.toString`` prints it (``PT1H30M``)."""
     if ms is None:
@@ -188,8 +142,6 @@ def iso_duration(ms: int | None) -> str | None:
 
 __all__ = [
     "RollbackResult",
-    "expire_tags",
-    "expired_tags",
     "iso_duration",
     "retained_ms",
     "rollback_to",

@@ -14,10 +14,16 @@ from typing import Any
 import pyarrow as pa
 
 from mergetable.commit.alter import TableAlter
-from mergetable.commit.maintenance import ExpireResult, expire_policy, expire_snapshots, remove_orphan_files
+from mergetable.commit.maintenance import (
+    ExpireResult,
+    expire_policy,
+    expire_snapshots,
+    expire_tags,
+    remove_orphan_files,
+)
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.restore import resolve_target, restore
-from mergetable.commit.rollback import RollbackResult, expire_tags, retained_ms, rollback_to, visible
+from mergetable.commit.rollback import RollbackResult, retained_ms, rollback_to, visible
 from mergetable.commit.snapshots import SnapshotManager, TagManager
 from mergetable.commit.travel import resolve_travel
 from mergetable.commit.txn import committed_version

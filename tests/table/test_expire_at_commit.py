@@ -133,3 +133,24 @@ def test_changelog_retention_options(table_uri: str) -> None:
         make(table_uri + "2", **{"changelog.num-retained.min": "20"})
     with pytest.raises(mt.OptionsError, match=r"changelog\.time-retained"):
         make(table_uri + "3", **{"changelog.time-retained": "2 h"})
+
+
+def test_a_tag_past_its_retention_expires_at_the_next_commit(table_uri: str) -> None:
+    t = make(table_uri, **{"num-sorted-run.compaction-trigger": "50"})
+    put(t, 1)
+    t.create_tag("short", time_retained_ms=1)
+    t.create_tag("kept")
+    time.sleep(0.05)
+    assert sorted(t.tags()) == ["kept", "short"]
+    put(t, 2)
+    assert sorted(t.tags()) == ["kept"]
+    assert t.read(tag="kept").column("k").to_pylist() == [1]
+
+
+def test_a_write_only_writer_leaves_tags_to_the_job(table_uri: str) -> None:
+    t = make(table_uri, **{"write-only": "true"})
+    put(t, 1)
+    t.create_tag("short", time_retained_ms=1)
+    time.sleep(0.05)
+    put(t, 2)
+    assert sorted(t.tags()) == ["short"]
