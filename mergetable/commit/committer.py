@@ -253,7 +253,14 @@ class Committer:
         if self.snapshots.expired(new_id):  # the base is so old that this id was made and expired since
             return None
         path = self.paths.snapshot_file(new_id)
-        return snapshot if publish_snapshot_file(self.fileio, path, snapshot.to_json().encode()) else None
+        if not publish_snapshot_file(self.fileio, path, snapshot.to_json().encode()):
+            return None
+        if self.snapshots.expired(new_id):
+            # The id was made and expired between the check above and the create (expiration writes its hint
+            # before it deletes): this snapshot is off the table's lineage. Take it back and lose the race.
+            self.fileio.delete_quietly([path])
+            return None
+        return snapshot
 
     def _merged_base(self, latest: Snapshot | None, schema_id: int, attempt: _Attempt) -> list[ManifestFileMeta]:
         """The previous state's manifests, compacted into few files once there are many."""
