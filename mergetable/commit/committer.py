@@ -31,6 +31,7 @@ from mergetable.core.errors import (
     CommitConflictError,
     CommitStateUnknownError,
     CorruptMetadataError,
+    MergeTableError,
 )
 from mergetable.core.fileio import FileIO
 from mergetable.core.paths import PathFactory
@@ -255,7 +256,11 @@ class Committer:
         path = self.paths.snapshot_file(new_id)
         if not publish_snapshot_file(self.fileio, path, snapshot.to_json().encode()):
             return None
-        if self.snapshots.expired(new_id):
+        try:
+            recycled = self.snapshots.expired(new_id)
+        except (OSError, MergeTableError):  # published, and nothing tells otherwise: it stands
+            recycled = False
+        if recycled:
             # The id was made and expired between the check above and the create (expiration writes its hint
             # before it deletes): this snapshot is off the table's lineage. Take it back and lose the race.
             self.fileio.delete_quietly([path])
