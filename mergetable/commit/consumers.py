@@ -3,8 +3,9 @@
 ``consumer/consumer-<id>`` holds ``{"nextSnapshot": N, "tableId": ...}``: the first snapshot the consumer has
 not read yet, and the identity of the table it was recorded for (a stream refuses the record of a table
 deleted and re-created at the same path).
-A stream that names a ``consumer-id`` starts from it when it has no checkpoint of its own and records its
-progress there after every batch. Snapshot expiration keeps every snapshot a consumer still needs (the
+A stream that names a ``consumer-id`` records its start as soon as it plans its first batch (a ``*-full``
+first batch as ``fullScan``), so expiration keeps what it reads from then on; it starts from the record when it
+has no checkpoint of its own and records its progress there after every batch. Snapshot expiration keeps every snapshot a consumer still needs (the
 smallest ``nextSnapshot`` and everything after it). With ``consumer.expiration-time`` set, a consumer whose
 file was not updated for that long is retired by expiration, so an abandoned reader does not pin
 snapshots forever.
@@ -51,13 +52,16 @@ class ConsumerManager:
             return None
         return ConsumerProgress.from_json(text, path)
 
-    def record(self, consumer_id: str, next_snapshot: int, table_id: str | None = None) -> ConsumerProgress:
+    def record(
+        self, consumer_id: str, next_snapshot: int, table_id: str | None = None, full_scan: bool = False
+    ) -> ConsumerProgress:
         """Store that ``consumer_id`` will read ``next_snapshot`` next (overwrites its progress), for the table
-        of identity ``table_id`` (default: the table there now, :func:`~mergetable.commit.schemas.table_identity`)."""
+        of identity ``table_id`` (default: the table there now, :func:`~mergetable.commit.schemas.table_identity`);
+        ``full_scan``: it reads that snapshot in full first (a ``*-full`` stream's first batch)."""
         if next_snapshot < 1:
             raise MergeTableError(f"a consumer's next snapshot must be >= 1, got {next_snapshot}")
         table_id = table_id if table_id is not None else table_identity(self.fileio)
-        progress = ConsumerProgress(next_snapshot=next_snapshot, table_id=table_id)
+        progress = ConsumerProgress(next_snapshot=next_snapshot, table_id=table_id, full_scan=full_scan or None)
         self.fileio.write_bytes(self._path(consumer_id), progress.to_json().encode())
         return progress
 

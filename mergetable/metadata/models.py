@@ -202,6 +202,10 @@ class ConsumerProgress(JsonModel):
     """The identity of the table it was recorded for (``mergetable.commit.schemas.table_identity``); a stream
     refuses a record of another table (one deleted and re-created at this path). None: recorded before
     consumers carried it."""
+    full_scan: bool | None = None
+    """True while the consumer's first batch, the full read of snapshot ``nextSnapshot`` (a ``*-full`` scan
+    mode), has not completed: a stream resuming from the record reads that snapshot in full again. The record is
+    written when the stream plans, so expiration keeps the snapshot from then on. None: no full read pending."""
 
 
 MODELS: tuple[type[JsonModel], ...] = (

@@ -148,7 +148,11 @@ class ChangeStream:
                     raise self._recreated(
                         f"the record of consumer '{opts.consumer_id}' was written", progress.table_id, self.table_id
                     )
-                return self._checked(Position(progress.next_snapshot))
+                resumed = Position(progress.next_snapshot, full=bool(progress.full_scan))
+                if resumed.full:
+                    self._load(resumed.next_snapshot)
+                    return resumed
+                return self._checked(resumed)
         latest = self.snapshots.latest_id()
         mode = opts.scan_mode
         if mode is ScanMode.LATEST:
@@ -157,8 +161,6 @@ class ChangeStream:
             sid = opts.snapshot_id if opts.snapshot_id is not None else TagManager(self.fileio).get(str(opts.tag)).id
             # as Paimon: a start before the earliest snapshot starts at the earliest (a resumption never does)
             pos = Position(max(sid, self.snapshots.earliest_id() or sid), full=mode is ScanMode.FROM_SNAPSHOT_FULL)
-            if pos.full:
-                self._load(pos.next_snapshot)
         elif mode is ScanMode.FROM_TIMESTAMP:
             assert opts.timestamp_ms is not None
             try:  # the first snapshot committed at or after the timestamp
@@ -169,9 +171,15 @@ class ChangeStream:
             pos = Position(int(self._latest_compacted(latest) or 0), full=True)
         else:  # latest-full (and compacted-full before any compaction)
             pos = Position(latest, full=True) if latest is not None else Position(1)
-        if opts.consumer_id is not None and not pos.full:
-            self.consumers.record(opts.consumer_id, pos.next_snapshot, self.table_id)  # protect the start
-        return pos if pos.full else self._checked(pos)
+        if opts.consumer_id is not None:
+            # protect the start from now on: record first, then check that it still exists (an expiration that
+            # read the consumers before the record may have removed it meanwhile: then a typed error, never a
+            # partial read)
+            self.consumers.record(opts.consumer_id, pos.next_snapshot, self.table_id, full_scan=pos.full)
+        if pos.full:
+            self._load(pos.next_snapshot)
+            return pos
+        return self._checked(pos)
 
     def _latest_compacted(self, latest: int | None) -> int | None:
         earliest = self.snapshots.earliest_id() or 1

@@ -125,6 +125,28 @@ def test_consumers_resume_protect_and_expire(three: mt.Table) -> None:
         t.delete_consumer("again")
 
 
+def test_a_consumer_protects_its_full_first_batch_from_the_moment_it_plans(three: mt.Table) -> None:
+    t = mt.open_table(three.uri)
+    follower = t.follow({"scan.mode": "latest-full"}, consumer_id="etl", poll_interval_ms=1)
+    first = next(follower)  # batch 0 (the full read of snapshot 3) is delivered, not yet handled
+    assert sorted(first.data.column("k").to_pylist()) == [1]
+    assert t.consumers() == {"etl": 3}  # recorded when the stream planned, before any batch completed
+    stored = ConsumerManager(t.fileio).get("etl")
+    assert stored is not None and stored.full_scan is True
+    put(t, {5: 50})
+    put(t, {6: 60})
+    aggressive = mt.open_table(t.uri)
+    aggressive.table_schema = t.table_schema.with_options(
+        {"snapshot.num-retained.min": "1", "snapshot.time-retained": "1 ms"}
+    )
+    time.sleep(0.01)
+    assert aggressive.expire_snapshots().expired_snapshots == [1, 2]  # snapshot 3 and after are kept
+    follower.close()  # batch 0 never completed: a restart without a checkpoint reads snapshot 3 in full again
+    assert drain(t, consumer_id="etl") == [[("+I", 1, 11)], [("+I", 5, 50), ("+I", 6, 60)]]
+    assert t.consumers() == {"etl": 6}
+    assert ConsumerManager(t.fileio).get("etl").full_scan is None  # type: ignore[union-attr]
+
+
 def test_an_expired_position_is_a_typed_error(three: mt.Table) -> None:
     t = mt.open_table(three.uri)
     t.table_schema = t.table_schema.with_options({"snapshot.num-retained.min": "1", "snapshot.time-retained": "1 ms"})

@@ -174,6 +174,46 @@ def test_a_consumer_resumes_a_query_without_its_checkpoint(
     assert [rows for _, rows in second] == [[("+I", 4, 40)]]  # the consumer's progress wins over scan options
 
 
+def test_a_consumer_protects_the_stream_from_its_first_batch_on(
+    spark: SparkSession, history: mt.Table, tmp_path: Path
+) -> None:
+    """An expiration that runs while batch 0 (a full read) is in flight keeps what the stream reads next."""
+    seen: list[dict[str, int]] = []
+
+    def expire_during_batch_0(df: DataFrame, batch_id: int) -> None:
+        df.collect()
+        if batch_id == 0:
+            seen.append(history.consumers())
+            put(history, {6: 60})
+            put(history, {7: 70})
+            aggressive = mt.open_table(history.uri)
+            aggressive.table_schema = history.table_schema.with_options(
+                {"snapshot.num-retained.min": "1", "snapshot.time-retained": "1 ms"}
+            )
+            time.sleep(0.01)
+            aggressive.expire_snapshots()
+
+    def run(on_batch: Any) -> None:
+        reader = spark.readStream.format("mergetable").options(
+            **{"read.changelog": "true", "consumer-id": "job", "scan.mode": "latest-full"}
+        )
+        query = (
+            reader.load(history.uri)
+            .writeStream.foreachBatch(on_batch)
+            .option("checkpointLocation", str(tmp_path / "ck"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination(120)
+
+    run(expire_during_batch_0)
+    assert seen == [{"job": 5}]  # held from the moment the stream planned batch 0
+    assert [s.id for s in history.snapshots()][0] == 5 and history.consumers() == {"job": 6}
+    got: list[Rows] = []
+    run(lambda df, _: got.append(as_rows([r.asDict() for r in df.collect()])))  # the restart reads 6 and 7
+    assert got == [[("+I", 6, 60), ("+I", 7, 70)]]
+
+
 def test_a_checkpoint_of_a_table_recreated_at_its_path_fails_the_query(
     spark: SparkSession, history: mt.Table, tmp_path: Path
 ) -> None:
