@@ -208,7 +208,7 @@ def test_a_consumer_protects_the_stream_from_its_first_batch_on(
 
     run(expire_during_batch_0)
     assert seen == [{"job": 5}]  # held from the moment the stream planned batch 0
-    assert [s.id for s in history.snapshots()][0] == 5 and history.consumers() == {"job": 6}
+    assert history.snapshots()[0].id == 5 and history.consumers() == {"job": 6}
     got: list[Rows] = []
     run(lambda df, _: got.append(as_rows([r.asDict() for r in df.collect()])))  # the restart reads 6 and 7
     assert got == [[("+I", 6, 60), ("+I", 7, 70)]]
