@@ -6,8 +6,8 @@ deleted and re-created at the same path).
 A stream that names a ``consumer-id`` records its start as soon as it plans its first batch (a ``*-full``
 first batch as ``fullScan``), so expiration keeps what it reads from then on; it starts from the record when it
 has no checkpoint of its own and records its progress there after every batch. Snapshot expiration keeps
-every snapshot a consumer still needs (the smallest ``nextSnapshot`` and everything after it). With ``consumer.expiration-time`` set, a consumer whose
-file was not updated for that long is retired by expiration, so an abandoned reader does not pin
+every snapshot a consumer still needs (the smallest ``nextSnapshot`` and everything after it). With
+``consumer.expiration-time`` set, a consumer whose file was not updated for that long is retired by expiration, so an abandoned reader does not pin
 snapshots forever.
 """
 
