@@ -4,11 +4,11 @@
 not read yet, and the identity of the table it was recorded for (a stream refuses the record of a table
 deleted and re-created at the same path).
 A stream that names a ``consumer-id`` records its start as soon as it plans its first batch (a ``*-full``
-first batch as ``fullScan``), so expiration keeps what it reads from then on; it starts from the record when it
-has no checkpoint of its own and records its progress there after every batch. Snapshot expiration keeps
+first batch as ``fullScan``), so expiration keeps what it reads from then on; it starts from the record when
+it has no checkpoint of its own and records its progress there after every batch. Snapshot expiration keeps
 every snapshot a consumer still needs (the smallest ``nextSnapshot`` and everything after it). With
-``consumer.expiration-time`` set, a consumer whose file was not updated for that long is retired by expiration, so an abandoned reader does not pin
-snapshots forever.
+``consumer.expiration-time`` set, a consumer whose file was not updated for that long is retired by
+expiration, so an abandoned reader does not pin snapshots forever.
 """
 
 from __future__ import annotations
