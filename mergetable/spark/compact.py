@@ -7,19 +7,34 @@ The driver plans on the latest snapshot (one task per bucket that needs compacti
 their bucket and hand back a :class:`~mergetable.CommitMessage` (as JSON), and the driver commits them
 all as one COMPACT snapshot. When that commit conflicts with a concurrent one, the buckets that changed
 are planned again and compacted in another round of tasks; see :meth:`mergetable.Table.compact`.
-pyspark is imported lazily: the module imports without it.
+
+Retried and speculative tasks leave nothing behind, as in a Spark write (:mod:`mergetable.spark.staging`):
+the job's files carry its tag, each task attempt leaves a marker before writing, and once the job is over
+(committed or failed) and no attempt of it runs any more, the driver deletes the tagged files that neither
+the job's snapshot nor the latest one references when any attempt other than those whose results it took
+left a marker. pyspark is imported lazily: the module imports without it.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mergetable.compaction.job import BucketPlan, run_plan
 from mergetable.core.errors import MergeTableError
 from mergetable.metadata.models import CommitMessage, Snapshot
-from mergetable.table import open_table
+from mergetable.spark import staging
+from mergetable.table import Table, open_table
+
+log = logging.getLogger(__name__)
+
+ATTEMPTS_TIMEOUT_S = 120.0
+"""How long the driver waits for killed task attempts (losing speculative copies) to end before cleaning up."""
+
+_GROUP_PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
 
 
 def compact(
@@ -38,31 +53,71 @@ def compact(
     """
     table = open_table(uri, storage_options)
     sc = spark.sparkContext
+    job_id = uuid.uuid4().hex
+    group = f"mergetable-compact-{job_id}"
+    received: set[str] = set()  # markers of the attempts whose results the driver took
 
     def execute(plans: Sequence[BucketPlan]) -> list[CommitMessage]:
         if not plans:
             return []
         payload = [p.to_json() for p in plans]
         slices = min(len(payload), parallelism) if parallelism else len(payload)
-        sc.setJobDescription(f"mergetable compact {uri} ({len(payload)} buckets)")
-        task = functools.partial(_compact_bucket, uri, storage_options)
+        task = functools.partial(_compact_bucket, uri, storage_options, job_id)
+        saved = {key: sc.getLocalProperty(key) for key in _GROUP_PROPERTIES}
+        sc.setJobGroup(group, f"mergetable compact {uri} ({len(payload)} buckets)")
         try:
             results = sc.parallelize(payload, slices).map(task).collect()
         except Exception as exc:  # a Py4J/Spark error wrapping the task's failure
-            raise MergeTableError(
-                f"compaction of {uri} failed in a Spark task; nothing was committed (files written by tasks "
-                f"that finished are left for remove_orphan_files): {exc}"
-            ) from exc
-        return [CommitMessage.from_json(r) for r in results if r is not None]
+            raise MergeTableError(f"compaction of {uri} failed in a Spark task; nothing was committed: {exc}") from exc
+        finally:
+            for key, value in saved.items():
+                sc.setLocalProperty(key, value)
+        received.update(marker for marker, _ in results)
+        return [CommitMessage.from_json(m) for _, m in results if m is not None]
 
-    return table.compact(full=full, partitions=[dict(p) for p in partitions] if partitions else None, executor=execute)
+    snapshot: Snapshot | None = None
+    try:
+        snapshot = table.compact(
+            full=full, partitions=[dict(p) for p in partitions] if partitions else None, executor=execute
+        )
+        return snapshot
+    finally:
+        _clean_up(sc, table, job_id, group, received, snapshot)
 
 
-def _compact_bucket(uri: str, storage_options: dict[str, Any] | None, plan_json: str) -> str | None:
-    """The Spark task: compact one planned bucket, return its commit message as JSON (None: no change)."""
+def _clean_up(sc: Any, table: Table, job_id: str, group: str, received: set[str], snapshot: Snapshot | None) -> None:
+    """Delete what attempts the driver never heard of wrote (see the module docstring), then the markers."""
+    fileio = table.fileio
+    if not staging.wait_for_attempts(sc, group, ATTEMPTS_TIMEOUT_S):
+        log.warning(
+            "task attempts of compaction job %s still run after %.0f s; files they write later are left for "
+            "remove_orphan_files",
+            job_id,
+            ATTEMPTS_TIMEOUT_S,
+        )
+    if staging.unknown_attempts(fileio, job_id, received):
+        keep: set[str] = set()
+        if snapshot is not None:
+            entries = [*table.delta_entries(snapshot), *table.changelog_entries(snapshot)]
+            keep = {e.file.file_name for e in entries}
+        latest = open_table(table.uri, table.fileio.storage_options)
+        prefixes = staging.tagged_prefixes(table.table_schema, job_id)
+        swept = staging.sweep_tagged_files(fileio, prefixes, keep, lambda: {f.file_name for _, _, f in latest.files()})
+        if swept:
+            log.info("compaction job %s removed %d files of attempts that lost or failed", job_id, len(swept))
+    staging.remove_staging(fileio, job_id)
+
+
+def _compact_bucket(
+    uri: str, storage_options: dict[str, Any] | None, job_id: str, plan_json: str
+) -> tuple[str, str | None]:
+    """The Spark task: compact one planned bucket; (its attempt's marker, its commit message as JSON or None)."""
     table = open_table(uri, storage_options)
-    message = run_plan(table.fileio, table.table_schema, table.merge_function, BucketPlan.from_json(plan_json))
-    return None if message.is_empty else message.to_json()
+    marker = staging.task_marker()
+    staging.leave_marker(table.fileio, job_id, marker)
+    schema = staging.tagged_schema(table.table_schema, job_id)
+    message = run_plan(table.fileio, schema, table.merge_function, BucketPlan.from_json(plan_json))
+    return marker, None if message.is_empty else message.to_json()
 
 
 __all__ = ["compact"]

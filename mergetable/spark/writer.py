@@ -42,6 +42,7 @@ from mergetable.core.schema import TableSchema
 from mergetable.core.txn import Txn
 from mergetable.merge import validate_merge_options
 from mergetable.metadata.models import CommitMessage
+from mergetable.spark import staging
 from mergetable.spark.merge_schema import data_schema, evolve_for_write
 from mergetable.spark.options import WriteOptions
 from mergetable.spark.types import arrow_schema_of, check_write_schema, spark_arrow_schema
@@ -86,9 +87,7 @@ class WriteJob:
     @property
     def file_prefixes(self) -> tuple[str, str]:
         """Name prefixes of the data and changelog files the job's tasks write."""
-        opts = self.schema.table_options
-        tag = _job_tag(self.job_id)
-        return opts.data_file_prefix + tag, opts.changelog_file_prefix + tag
+        return staging.tagged_prefixes(self.schema, self.job_id)
 
     def fileio(self) -> FileIO:
         return FileIO(self.uri, self.storage)
@@ -99,9 +98,7 @@ class WriteJob:
 
     def task_table(self) -> Table:
         """The table as the job's tasks write it: files named with the job's prefixes."""
-        data, changelog = self.file_prefixes
-        options = {**self.schema.options, "data-file.prefix": data, "changelog-file.prefix": changelog}
-        return Table(self.fileio(), self.schema.with_options(options))
+        return Table(self.fileio(), staging.tagged_schema(self.schema, self.job_id))
 
 
 @dataclass
@@ -127,10 +124,6 @@ def _renamed(schema: StructType, renames: dict[str, str]) -> StructType:
     if not renames:
         return schema
     return StructType([StructField(renames.get(f.name, f.name), f.dataType, f.nullable) for f in schema.fields])
-
-
-def _job_tag(job_id: str) -> str:
-    return f"{job_id[:16]}-"
 
 
 def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> WriteJob:
@@ -218,9 +211,7 @@ class MergeTableWriter(DataSourceArrowWriter):
         """Write one task attempt's batches to level-0 files of the job (not visible until commit)."""
         job = self.job
         fileio = job.fileio()
-        staging = paths.PathFactory(fileio.root).staging_dir(job.job_id)
-        marker = f"{staging}/{paths.attempt_marker(partition_id, attempt, task_attempt_id)}"
-        fileio.write_bytes(marker, b"")
+        staging.leave_marker(fileio, job.job_id, paths.attempt_marker(partition_id, attempt, task_attempt_id))
         rows = 0
         with job.task_table().writing() as tx:  # the driver commits: the task hands its messages off
             pending: list[pa.RecordBatch] = []
@@ -336,17 +327,9 @@ class MergeTableWriter(DataSourceArrowWriter):
 
     def _clean_staging(self, fileio: FileIO, known_markers: set[str] | None, keep: set[str]) -> None:
         """Sweep the job's files unless every attempt that left a marker is known; then drop the markers."""
-        staging = paths.PathFactory(fileio.root).staging_dir(self.job.job_id)
-        markers = set(fileio.list_names(staging))
-        if known_markers is None or markers - known_markers:
+        if known_markers is None or staging.unknown_attempts(fileio, self.job.job_id, known_markers):
             sweep_job_files(fileio, self.job, keep)
-        with contextlib.suppress(OSError):
-            if fileio.fs.exists(staging):
-                fileio.fs.rm(staging, recursive=True)
-        with contextlib.suppress(OSError):
-            parent = paths.PathFactory(fileio.root).staging_dir()
-            if fileio.is_local and not fileio.list_names(parent):
-                fileio.fs.rmdir(parent)
+        staging.remove_staging(fileio, self.job.job_id)
 
 
 def choose_attempts(messages: Sequence[WriterCommitMessage | None]) -> tuple[list[TaskCommit], list[TaskCommit]]:
@@ -370,21 +353,11 @@ def sweep_job_files(fileio: FileIO, job: WriteJob, keep: set[str]) -> list[str]:
 
     Files live in the latest snapshot are never deleted, whatever ``keep`` says.
     """
-    prefixes = job.file_prefixes
-    candidates = []
-    for path, _ in fileio.walk_files(fileio.root):
-        name = path.rsplit("/", 1)[-1]
-        if name.startswith(prefixes) and name not in keep:
-            candidates.append(path)
-    if not candidates:
-        return []
-    live: set[str] = set()
-    if table_exists(job.uri, job.storage):
-        table = job.table()
-        live = {f.file_name for _, _, f in table.files()}
-    doomed = [p for p in candidates if p.rsplit("/", 1)[-1] not in live]
-    fileio.delete_quietly(doomed)
-    return doomed
+
+    def live() -> set[str]:
+        return {f.file_name for _, _, f in job.table().files()} if table_exists(job.uri, job.storage) else set()
+
+    return staging.sweep_tagged_files(fileio, job.file_prefixes, keep, live)
 
 
 def _remove_if_empty(fileio: FileIO) -> None:
