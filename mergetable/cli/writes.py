@@ -56,7 +56,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(run_at=_create)
 
     p = add_command(sub, "write", [common], "write rows from Parquet, CSV or JSON files as one snapshot")
-    p.add_argument("files", nargs="+", metavar="FILE", help="data files or directories of them")
+    p.add_argument("files", nargs="+", metavar="FILE", help="local data files or directories of them")
     p.add_argument("--format", choices=sorted(set(FORMATS.values())), default=None, help="default: by extension")
     p.add_argument(
         "--mode",
