@@ -26,8 +26,8 @@ $(STAMP): pyproject.toml
 install: $(STAMP) ## Create .venv and install mergetable with its dev tools (non-PEP660 editable, visible to Spark workers)
 
 lint: install ## ruff check and format check, import layering
-	$(VENV)/bin/ruff check mergetable pyspark_mergetable tests benchmarks examples
-	$(VENV)/bin/ruff format --check mergetable pyspark_mergetable tests benchmarks examples
+	$(VENV)/bin/ruff check mergetable pyspark_mergetable tests benchmarks examples docs/_ext
+	$(VENV)/bin/ruff format --check mergetable pyspark_mergetable tests benchmarks examples docs/_ext
 	$(VENV)/bin/lint-imports
 
 typecheck: install ## mypy --strict
@@ -46,6 +46,9 @@ test: install java-check ## Run the whole test suite (unit, property, concurrenc
 test-fast: install ## The quick loop: every test and docstring example but the Spark, S3 and slow ones
 	$(PYTEST) -m "not spark and not s3 and not slow" tests mergetable pyspark_mergetable
 
+docs: install ## Build the documentation site into site/ (MkDocs, strict: a warning fails the build; offline)
+	$(VENV)/bin/mkdocs build --strict
+
 demo: install java-check ## Run the demo Spark pipeline on local files
 	$(PY) examples/demo.py
 
@@ -60,6 +63,6 @@ bench: install java-check .venv-peers/.installed ## Run the benchmarks and print
 check: lint typecheck test ## Everything CI checks
 
 clean: ## Remove build and test artefacts
-	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache demo-output bench-output
+	rm -rf build dist site *.egg-info .pytest_cache .mypy_cache .ruff_cache demo-output bench-output
 
-.PHONY: help java-check install lint typecheck spec test test-fast demo bench check clean
+.PHONY: help java-check install lint typecheck spec test test-fast docs demo bench check clean

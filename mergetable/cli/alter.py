@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from mergetable.cli.help import add_command
 from mergetable.cli.output import Output
 from mergetable.core.errors import OptionsError, SchemaError
 from mergetable.core.evolution import (
@@ -33,7 +34,7 @@ from mergetable.table import Table
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add the ``alter`` command to the subcommands ``sub`` of the ``mergetable`` parser."""
-    p = sub.add_parser("alter", parents=[common], help="change the schema or the options (one schema commit)")
+    p = add_command(sub, "alter", [common], "change the schema or the options (one schema commit)")
     changes = p.add_subparsers(dest="change", required=True, metavar="CHANGE")
     flags = argparse.ArgumentParser(add_help=False)  # --json is also accepted after the change's arguments
     flags.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print results as JSON")

@@ -1,12 +1,15 @@
 """The ``mergetable`` command line: compact a table and look inside it.
 
+    mergetable create | write | delete URI ...                 (mergetable.cli.writes)
+    mergetable count | history | schema URI ...                (mergetable.cli.info)
     mergetable compact URI [--full] [--partition k=v[,k=v]]...
     mergetable describe | snapshots | files | read | changelog | tags | consumers | expire | orphans URI ...
     mergetable rollback URI --snapshot N | --tag T
     mergetable alter URI add-column | drop-column | rename-column | change-type | set-option | unset-option ...
 
 Every command takes ``--json`` (machine-readable output) and ``--storage-option k=v`` (repeatable, passed
-to fsspec, e.g. ``endpoint_url=http://…``). Failures never show a traceback: see :mod:`mergetable.cli.errors`
+to fsspec, e.g. ``endpoint_url=http://…``); ``mergetable COMMAND --help`` ends with examples
+(:mod:`mergetable.cli.help`). Failures never show a traceback: see :mod:`mergetable.cli.errors`
 for the one-line (or JSON) error and the exit statuses; :mod:`mergetable.cli.rows` streams ``read`` output.
 """
 
@@ -21,8 +24,9 @@ from typing import Any
 import pyarrow as pa
 
 import mergetable
-from mergetable.cli import alter, progress
+from mergetable.cli import alter, info, lsm, progress, writes
 from mergetable.cli.errors import Parser, UsageError, guarded, report
+from mergetable.cli.help import add_command
 from mergetable.cli.output import Output, timestamp
 from mergetable.cli.rows import add_row_options, non_negative_int, write_rows
 from mergetable.core.read_options import parse_filter_text
@@ -33,7 +37,11 @@ from mergetable.table import Table, open_table
 
 # -- argument parsing ------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="mergetable", description="Compact and inspect mergetable tables.")
+    parser = Parser(
+        prog="mergetable",
+        description="Create, write, compact and inspect mergetable tables.",
+        epilog="Run 'mergetable COMMAND --help' for a command's options and examples.",
+    )
     parser.add_argument("--version", action="version", version=f"mergetable {mergetable.__version__}")
     parser.add_argument("--json", action="store_true", help="print results as JSON")
     parser.add_argument("--storage-option", action="append", default=[], metavar="K=V", help="fsspec storage option")
@@ -44,8 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common.add_argument("uri", help="table location (path or fsspec URL)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    writes.register(sub, common)
+    info.register(sub, common)
 
-    p = sub.add_parser("compact", parents=[common], help="compact the table and commit one COMPACT snapshot")
+    p = add_command(sub, "compact", [common], "compact the table and commit one COMPACT snapshot")
     p.add_argument("--full", action="store_true", help="compact every bucket into the top level")
     p.add_argument(
         "--partition", action="append", default=[], metavar="K=V[,K=V]", help="only this partition (repeatable)"
@@ -53,18 +63,19 @@ def build_parser() -> argparse.ArgumentParser:
     progress.add_progress_option(p)
     p.set_defaults(run=_compact)
 
-    p = sub.add_parser("describe", parents=[common], help="schema, options, latest snapshot and levels")
+    p = add_command(sub, "describe", [common], "schema, options, latest snapshot and each bucket's LSM tree")
+    p.add_argument("--buckets", type=non_negative_int, default=20, help="draw at most N buckets (0: all)")
     p.set_defaults(run=_describe)
 
-    p = sub.add_parser("snapshots", parents=[common], help="list snapshots")
+    p = add_command(sub, "snapshots", [common], "list snapshots")
     p.add_argument("--limit", type=non_negative_int, default=None, help="only the newest N")
     p.set_defaults(run=_snapshots)
 
-    p = sub.add_parser("files", parents=[common], help="list the live data files")
+    p = add_command(sub, "files", [common], "list the live data files")
     p.add_argument("--snapshot", type=int, default=None, help="of this snapshot (default: latest)")
     p.set_defaults(run=_files)
 
-    p = sub.add_parser("read", parents=[common], help="print rows")
+    p = add_command(sub, "read", [common], "print rows")
     _read_options(p)
     p.add_argument("--snapshot", type=int, default=None, help="time travel to a snapshot id")
     p.add_argument("--tag", default=None, help="time travel to a tag")
@@ -74,39 +85,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", default=None, help="time travel to a tag name, else a snapshot id")
     p.set_defaults(run=_read)
 
-    p = sub.add_parser("changelog", parents=[common], help="print the changes of snapshots (START, END]")
+    p = add_command(sub, "changelog", [common], "print the changes of snapshots (START, END]")
     p.add_argument("start", help="start snapshot id or tag (exclusive)")
     p.add_argument("end", help="end snapshot id or tag (inclusive)")
     p.add_argument("--mode", default="auto", help="incremental-between-scan-mode: auto, delta, changelog or diff")
     _read_options(p)
     p.set_defaults(run=_changelog)
 
-    p = sub.add_parser("consumers", parents=[common], help="list, reset or delete the consumers of streaming reads")
+    p = add_command(sub, "consumers", [common], "list, reset or delete the consumers of streaming reads")
     p.add_argument("--reset", metavar="ID", default=None, help="make consumer ID read --snapshot next")
     p.add_argument("--snapshot", type=int, default=None, help="snapshot id for --reset")
     p.add_argument("--delete", metavar="ID", default=None, help="delete a consumer")
     p.set_defaults(run=_consumers)
 
-    p = sub.add_parser("tags", parents=[common], help="list, create or delete tags")
+    p = add_command(sub, "tags", [common], "list, create or delete tags")
     p.add_argument("--create", metavar="NAME", default=None, help="tag the latest (or --snapshot) snapshot")
     p.add_argument("--snapshot", type=int, default=None, help="snapshot id for --create")
     p.add_argument("--delete", metavar="NAME", default=None, help="delete a tag")
     p.set_defaults(run=_tags)
 
-    p = sub.add_parser("expire", parents=[common], help="expire snapshots per the table's snapshot.* options")
+    p = add_command(sub, "expire", [common], "expire snapshots per the table's snapshot.* options")
     p.add_argument("--older-than", default=None, help="expire snapshots older than this ISO-8601 time or epoch ms")
     p.add_argument("--retain-last", type=int, default=None, help="always keep the newest N snapshots")
     p.add_argument("--dry-run", action="store_true", help="list what would be removed, change nothing")
     progress.add_progress_option(p)
     p.set_defaults(run=_expire)
 
-    p = sub.add_parser("rollback", parents=[common], help="make a snapshot or tag the latest, removing later ones")
+    p = add_command(sub, "rollback", [common], "make a snapshot or tag the latest, removing later ones")
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--snapshot", type=int, default=None, help="the snapshot id to roll back to")
     target.add_argument("--tag", default=None, help="the tag to roll back to")
     p.set_defaults(run=_rollback)
 
-    p = sub.add_parser("orphans", parents=[common], help="remove files no snapshot or tag references")
+    p = add_command(sub, "orphans", [common], "remove files no snapshot or tag references")
     p.add_argument("--older-than-ms", type=int, default=None, help="only files older than this (default: 1 day ago)")
     p.add_argument("--dry-run", action="store_true", help="only list them")
     p.add_argument("--force", action="store_true", help="allow a cutoff younger than 1 day (commits in flight!)")
@@ -161,6 +172,8 @@ def _describe(table: Table, args: argparse.Namespace, out: Output) -> None:
     latest = table.latest_snapshot()
     files = table.files()
     levels = Counter(f.level for _, _, f in files)
+    trees = lsm.bucket_trees(files, table.partition_keys)
+    trigger = table.table_options.num_sorted_run_compaction_trigger
     data = {
         "uri": table.uri,
         "primary_key": list(table.primary_key),
@@ -168,9 +181,11 @@ def _describe(table: Table, args: argparse.Namespace, out: Output) -> None:
         "fields": [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in table.schema],
         "options": table.options,
         "latest_snapshot": None if latest is None else _snapshot_row(latest),
-        "buckets": len({(p, b) for p, b, _ in files}),
+        "buckets": len(trees),
         "files_by_level": {str(k): v for k, v in sorted(levels.items())},
         "rows_in_files": sum(f.row_count for _, _, f in files),
+        "compaction_trigger": trigger,
+        "lsm": [tree.as_json(trigger) for tree in trees],
     }
     lines = [
         f"table        {table.uri}",
@@ -183,8 +198,17 @@ def _describe(table: Table, args: argparse.Namespace, out: Output) -> None:
         f"latest       {'-' if latest is None else f'snapshot {latest.id} ({latest.commit_kind.value})'}",
         f"files        {len(files)} in {data['buckets']} bucket(s); by level: "
         + (", ".join(f"L{k}: {v}" for k, v in sorted(levels.items())) or "-"),
+        "",
+        "LSM tree per bucket (bar: bytes per level; every L0 file is a sorted run, each higher level one)",
+        *lsm.draw_trees(trees, trigger, args.buckets, unicode=_unicode(out)),
     ]
     out.emit(data, "\n".join(lines))
+
+
+def _unicode(out: Output) -> bool:
+    """Whether the output can carry the block characters of the LSM bars."""
+    encoding = getattr(out.stream, "encoding", None) or ""
+    return encoding.lower().replace("-", "").replace("_", "") == "utf8"
 
 
 def _snapshot_row(s: Any) -> dict[str, Any]:
@@ -334,10 +358,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version
         return exc.code if isinstance(exc.code, int) else 0
     out = Output(args.json)
+    return guarded(lambda: _run(args, out), args.json, lambda: args.uri)
+
+
+def _run(args: argparse.Namespace, out: Output) -> None:
+    """Run the command: on the opened table, or (``create``, ``write``) on the location, which may hold none."""
+    storage = storage_pairs(args.storage_option)
+    if hasattr(args, "run_at"):
+        run_at: Callable[[str, dict[str, Any] | None, argparse.Namespace, Output], None] = args.run_at
+        run_at(args.uri, storage, args, out)
+        return
     run: Callable[[Table, argparse.Namespace, Output], None] = args.run
-    return guarded(
-        lambda: run(open_table(args.uri, storage_pairs(args.storage_option)), args, out), args.json, lambda: args.uri
-    )
+    run(open_table(args.uri, storage), args, out)
 
 
 if __name__ == "__main__":
