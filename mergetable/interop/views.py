@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Unpack
 
 from mergetable.core.predicates import Filters
 from mergetable.interop.arrow_dataset import to_duckdb
+from mergetable.interop.describe import DescribedTable, TableDescription, describe_table
 from mergetable.interop.frames import arrow_stream, to_pandas, to_polars
 from mergetable.interop.scan import ReadableTable, Travel
 
@@ -42,3 +43,16 @@ class DataViews:
     ) -> duckdb.DuckDBPyRelation:
         """A duckdb relation whose filters and projections are pushed into mergetable's reads."""
         return to_duckdb(self, connection, **travel)
+
+    def describe(self: DescribedTable, snapshot_id: int | None = None) -> TableDescription:
+        """The LSM tree of a snapshot (default: the latest) per bucket: its sorted runs and levels with their
+        sizes, printed as text bars and shown in a notebook as HTML (:mod:`mergetable.interop.describe`).
+
+        Example:
+            >>> print(t.describe())  # doctest: +ELLIPSIS
+            /... (snapshot 2): 2 files, 3 records, ...
+            key id; 1 bucket(s) with files (bucket option 1)
+            bucket 0: 2 sorted runs (compaction at 5)
+              L0  ████████████████████████████████ ... 2 file(s) (a run each), 3 records
+        """
+        return describe_table(self, snapshot_id)
