@@ -59,9 +59,6 @@ class TableStore:
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.fileio, self.table_schema))
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.uri!r}, primary_key={list(self.primary_key)})"
-
     @property
     def uri(self) -> str:
         """The location the table was opened with.
@@ -234,7 +231,8 @@ class TableStore:
 
         Example:
             >>> _ = t.write(pa.table({"id": [3], "v": ["c"]}), txn_app_id="loader", txn_version=4)
-            >>> t.txn_version("loader"), t.write(pa.table({"id": [3], "v": ["c"]}), txn_app_id="loader", txn_version=4)
+            >>> again = t.write(pa.table({"id": [3], "v": ["c"]}), txn_app_id="loader", txn_version=4)
+            >>> t.txn_version("loader"), again.snapshot
             (4, None)
         """
         return committed_version(self.latest_snapshot(), app_id)

@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from mergetable.commit.result import CommitResult
 from mergetable.core.errors import SchemaError
 from mergetable.core.predicates import Predicate
 from mergetable.core.rowkind import RowKind
@@ -179,18 +180,21 @@ class MergeBuilder:
         return self._add(NOT_MATCHED_BY_SOURCE, "delete", condition, None)
 
     # -- execution ------------------------------------------------------------------------------------------
-    def execute(self) -> Snapshot | None:
-        """Run the merge as one commit; the new snapshot, None when no clause applied to any row.
+    def execute(self) -> CommitResult:
+        """Run the merge as one commit; what it did (:class:`~mergetable.commit.result.CommitResult`: the new
+        snapshot, rows inserted, updated and deleted); falsy when no clause applied to any row.
 
         Example:
-            >>> t.merge({"id": [9], "v": ["z"]}).when_not_matched_insert_all().execute().properties
-            {'operation': 'MERGE'}
-            >>> t.merge({"id": [9], "v": ["z"]}).when_not_matched_insert_all().execute() is None
-            True
+            >>> m = t.merge({"id": [2, 9], "v": ["x", "z"]})
+            >>> r = m.when_matched_update_all().when_not_matched_insert_all().execute()
+            >>> r.snapshot.properties, r.num_source_rows, r.num_target_rows_inserted, r.num_target_rows_updated
+            ({'operation': 'MERGE'}, 2, 1, 1)
+            >>> bool(t.merge({"id": [9], "v": ["z"]}).when_not_matched_insert_all().execute())
+            False
         """
         check_clauses(self._clauses)
         self._compute(None, self._table.schema.empty_table())  # evaluate every expression once: errors first
-        return apply_changes(self._table, "MERGE", self._changes)
+        return apply_changes(self._table, "MERGE", self._changes, source_rows=self._source.num_rows)
 
     def _changes(self, base: Snapshot | None) -> Changes:
         schema = self._table.schema

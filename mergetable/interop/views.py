@@ -3,18 +3,33 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Unpack
+from typing import TYPE_CHECKING, Protocol, Unpack
+
+import pyarrow as pa
 
 from mergetable.core.predicates import Filters
 from mergetable.interop.arrow_dataset import to_duckdb
 from mergetable.interop.describe import DescribedTable, TableDescription, describe_table
 from mergetable.interop.frames import arrow_stream, to_pandas, to_polars
+from mergetable.interop.notebook import table_html, table_text
 from mergetable.interop.scan import ReadableTable, Travel
 
 if TYPE_CHECKING:
     import duckdb
     import pandas as pd
     import polars as pl
+
+
+class NotebookTable(DescribedTable, Protocol):
+    """What the notebook view needs of a table."""
+
+    @property
+    def schema(self) -> pa.Schema: ...
+
+    @property
+    def options(self) -> dict[str, str]: ...
+
+    def describe(self, snapshot_id: int | None = None) -> TableDescription: ...
 
 
 class DataViews:
@@ -56,3 +71,16 @@ class DataViews:
               L0  ████████████████████████████████ ... 2 file(s) (a run each), 3 records
         """
         return describe_table(self, snapshot_id)
+
+    def __repr__(self: DescribedTable) -> str:
+        """Location, version, records, key, buckets and columns (from the latest snapshot; no manifest read).
+
+        Example:
+            >>> repr(t).replace(t.uri, "URI")
+            "<mergetable.Table URI (version 2, 3 records) key=['id'], bucket=1, 2 columns: id int64 not null, v string>"
+        """
+        return table_text(self.uri, self.latest_snapshot(), self.table_schema)
+
+    def _repr_html_(self: NotebookTable) -> str:
+        """The notebook view: version, records, schema, key, buckets, files per level, non-default options."""
+        return table_html(self.describe(), self.schema, self.options)

@@ -77,7 +77,7 @@ def _apply(t: mt.Table, oracle: Oracle, step: tuple[Any, ...]) -> None:
             del oracle[key]
     elif kind == "update":
         pred, delta = step[1], step[2]
-        t.update(None if pred is None else [pred], {"v": pc.field("v") + delta, "s": "updated"})
+        t.update(None if pred is None else [pred], {"v": pc.field("v") + delta}, new_values={"s": "updated"})
         for key, val in list(oracle.items()):
             if _holds(pred, key, val):
                 oracle[key] = (None if val[0] is None else val[0] + delta, "updated")
