@@ -97,9 +97,13 @@ def counted(items: Iterable[Any], description: str, unit: str, total: int | None
 
 
 @contextlib.contextmanager
-def deletions(description: str, show: bool) -> Iterator[None]:
-    """A bar over the file deletions made in the block (expiration, orphan cleaning)."""
-    with bar(description, "file", show) as progress, reporting(progress):
+def deletions(description: str, show: bool | None) -> Iterator[None]:
+    """A bar over the file deletions made in the block (expiration, orphan cleaning); ``show=None``: the
+    progress an enclosing :func:`reporting` installed (a front end's), else a bar when :func:`interactive`."""
+    if show is None and current() is not NONE:
+        yield
+        return
+    with bar(description, "file", wanted(show)) as progress, reporting(progress):
         yield
 
 

@@ -27,11 +27,13 @@ from mergetable.core.errors import CommitConflictError, SnapshotNotFoundError
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import TableOptions
 from mergetable.core.predicates import Filters
+from mergetable.core.progress import wanted
 from mergetable.core.read_options import ReadArgs
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import CommitKind, CommitMessage, ManifestEntry, Snapshot
 from mergetable.read.reader import SplitReader
 from mergetable.read.scan import Sections, Split
+from mergetable.write.input import with_progress
 
 RECOMPUTE_ATTEMPTS = 3
 
@@ -77,11 +79,13 @@ def apply_changes(
     compute: Callable[[Snapshot | None], Changes],
     blind: bool = False,
     source_rows: int = 0,
+    progress: bool | None = False,
 ) -> CommitResult:
     """Compute the changes on the latest snapshot and commit them as one snapshot (see the module docstring).
 
     ``blind``: the changes do not depend on what the table holds (deleting given keys): no conflict check.
-    ``source_rows``: a merge's source rows, for the metrics.
+    ``source_rows``: a merge's source rows, for the metrics. ``progress``: a bar over the records written
+    (None: when run interactively).
 
     Returns what the operation did (its snapshot: None when there was nothing to change).
     """
@@ -96,7 +100,8 @@ def apply_changes(
         guard = None if blind else _unchanged_since(table, base)
         try:
             with table.writing(properties={OPERATION: operation}, precondition=guard) as w:
-                w.write(rows, row_kind=pa.array(kinds, pa.int8()))
+                data = with_progress(rows, operation.lower(), wanted(progress))
+                w.write(data, row_kind=pa.array(kinds, pa.int8()))
                 snap = w.commit()
             return commit_result(operation, snap, w.committed_messages, started, kinds=kinds, source_rows=source_rows)
         except _ConcurrentChange as exc:

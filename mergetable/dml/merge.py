@@ -180,9 +180,10 @@ class MergeBuilder:
         return self._add(NOT_MATCHED_BY_SOURCE, "delete", condition, None)
 
     # -- execution ------------------------------------------------------------------------------------------
-    def execute(self) -> CommitResult:
+    def execute(self, progress: bool | None = None) -> CommitResult:
         """Run the merge as one commit; what it did (:class:`~mergetable.commit.result.CommitResult`: the new
-        snapshot, rows inserted, updated and deleted); falsy when no clause applied to any row.
+        snapshot, rows inserted, updated and deleted); falsy when no clause applied to any row. ``progress``: a
+        bar over the records written (default: when run interactively).
 
         Example:
             >>> m = t.merge({"id": [2, 9], "v": ["x", "z"]})
@@ -194,7 +195,8 @@ class MergeBuilder:
         """
         check_clauses(self._clauses)
         self._compute(None, self._table.schema.empty_table())  # evaluate every expression once: errors first
-        return apply_changes(self._table, "MERGE", self._changes, source_rows=self._source.num_rows)
+        rows = self._source.num_rows
+        return apply_changes(self._table, "MERGE", self._changes, source_rows=rows, progress=progress)
 
     def _changes(self, base: Snapshot | None) -> Changes:
         schema = self._table.schema
