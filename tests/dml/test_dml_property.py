@@ -86,11 +86,11 @@ def _apply(t: mt.Table, oracle: Oracle, step: tuple[Any, ...]) -> None:
         m = (
             t.merge(src)
             .when_matched_delete(pc.field("source.v") < cutoff)
-            .when_matched_update({"v": pc.field("source.v"), "s": "merged"})
+            .when_matched_update({"v": pc.field("source.v"), "s": "'merged'"})
             .when_not_matched_insert_all(pc.field("source.v").is_valid())
         )
         if by_source:
-            m = m.when_not_matched_by_source_update({"s": "unmatched"}, pc.field("target.v") > cutoff)
+            m = m.when_not_matched_by_source_update({"s": "'unmatched'"}, pc.field("target.v") > cutoff)
         m.execute()
         source = {(r["k"], r["p"]): (r["v"], r["s"]) for r in src.to_pylist()}
         existing = set(oracle)

@@ -98,3 +98,27 @@ def test_update_sql_errors_name_the_column_and_the_literal_way(tmp_path: Path) -
     with pytest.raises(mt.SchemaError, match=r"column 'note'.*empty SQL"):
         t.update(None, {"note": " "})
     assert t.version == before  # nothing was committed
+
+
+def test_merge_values_are_sql_over_both_sides(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    src = pa.table({"id": [1, 2, 7], "dt": ["a", "a", "a"], "note": ["s1", None, "s7"], "w": [10, 20, 70]})
+    (
+        t.merge(src, source_alias="s", target_alias="t")
+        .when_matched_update({"note": "coalesce(s.note, t.note) || '+'", "qty": "t.qty + w"}, pc.field("s.id") == 1)
+        .when_matched_update({"note": "'matched'"})
+        .when_not_matched_insert({"id": pc.field("s.id"), "dt": pc.field("s.dt"), "note": "upper(s.note)", "qty": "w"})
+        .when_not_matched_by_source_update({"note": "t.note || '?'"}, pc.field("t.id") == 4)
+        .execute()
+    )
+    got = t.read().sort_by("id").to_pydict()
+    assert got["id"] == [1, 2, 3, 4, 7]
+    assert got["note"] == ["s1+", "matched", None, "w?", "S7"]
+    assert got["qty"] == [11, 2, 3, 4, 70]
+    before = t.version
+    with pytest.raises(mt.SchemaError, match=r"column 'note'.*'done'.*SQL literal") as err:
+        t.merge(src).when_matched_update({"note": "done"}).execute()
+    assert "new_values" not in str(err.value)  # merge has no new_values: the SQL literal is the way
+    with pytest.raises(mt.SchemaError, match=r"column 'qty'.*(ambiguous|Ambiguous)"):
+        t.merge(src.append_column("qty", pa.array([1, 2, 3], pa.int32()))).when_matched_update({"qty": "qty"}).execute()
+    assert t.version == before
