@@ -270,7 +270,8 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
         except AlreadyCommittedError as exc:
             log.warning("%s", exc)
             return commit_result("WRITE", None, [], started)
-        return commit_result("WRITE", snap, w.committed_messages, started, self.fileio if overwrite else None)
+        replaced = self.fileio if overwrite is not False else None  # an overwrite's removed files are in its delta
+        return commit_result("WRITE", snap, w.committed_messages, started, replaced)
 
     # -- snapshots, time travel, tags ---------------------------------------------------------------
     def system_table(self, name: str, **time_travel: Any) -> pa.Table:

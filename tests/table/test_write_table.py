@@ -75,8 +75,11 @@ def test_modes(tmp_path: Path) -> None:
 def test_overwrite_replaces_every_partition(tmp_path: Path) -> None:
     uri = str(tmp_path / "p")
     t = mt.write_table(uri, ROWS, primary_key=["id", "dt"], partition_by=["dt"])
+    removed = len(t.files())
     mt.write_table(uri, {"id": [5], "dt": ["a"], "v": [0.0]}, mode="overwrite")
     assert t.read().to_pydict() == {"id": [5], "dt": ["a"], "v": [0.0]}  # partition 'b' is gone too
+    result = t.write({"id": [6], "dt": ["c"], "v": [1.0]}, overwrite={})  # what mode="overwrite" commits
+    assert result.num_removed_files == 1 and removed == 2 and t.read().to_pydict()["id"] == [6]
 
 
 def test_errors_name_what_is_wrong(tmp_path: Path) -> None:
