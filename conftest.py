@@ -17,6 +17,7 @@ _TABLE_EXAMPLES = (
     "mergetable.commit.alter.",
     "mergetable.dml.api.",
     "mergetable.dml.merge.",
+    "mergetable.interop.views.",
 )
 
 

@@ -1,11 +1,13 @@
 """mergetable: a primary-key LSM table format on Parquet with Apache Paimon's merge semantics.
 
 >>> import mergetable as mt
+>>> t = mt.write_table(uri, pandas_df, primary_key="id", partition_by="dt")       # doctest: +SKIP
 >>> t = mt.create_table(uri, schema, primary_key=["id"], options={"bucket": "4"})  # doctest: +SKIP
 >>> t.write(arrow_table)                                                           # doctest: +SKIP
 >>> t.read(filter=[("id", "=", 5)])                                                # doctest: +SKIP
 """
 
+from mergetable.commit.result import CommitResult
 from mergetable.core.errors import (
     ClockSkewError,
     CommitConflictError,
@@ -26,7 +28,9 @@ from mergetable.core.errors import (
 )
 from mergetable.core.options import TableOptions
 from mergetable.core.rowkind import RowKind
+from mergetable.from_data import write_table
 from mergetable.interop import scan_polars
+from mergetable.interop.describe import TableDescription
 from mergetable.metadata.models import CommitMessage, DataFileMeta, Snapshot, Tag
 from mergetable.table import Table, create_table, open_table, table_exists
 
@@ -36,6 +40,7 @@ __all__ = [
     "ClockSkewError",
     "CommitConflictError",
     "CommitMessage",
+    "CommitResult",
     "CommitStateUnknownError",
     "CorruptMetadataError",
     "DataFileError",
@@ -50,6 +55,7 @@ __all__ = [
     "Snapshot",
     "SnapshotNotFoundError",
     "Table",
+    "TableDescription",
     "TableExistsError",
     "TableNotFoundError",
     "TableOptions",
@@ -60,4 +66,5 @@ __all__ = [
     "open_table",
     "scan_polars",
     "table_exists",
+    "write_table",
 ]

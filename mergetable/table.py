@@ -7,11 +7,13 @@ Orchestration only: every method delegates to the write, commit, read and compac
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any, Unpack
 
 import pyarrow as pa
 
+from mergetable.commit.result import CommitResult, commit_result
 from mergetable.commit.schemas import SchemaManager
 from mergetable.commit.store import TableStore
 from mergetable.commit.transaction import CommitArgs, WriteTransaction, open_writer
@@ -26,10 +28,12 @@ from mergetable.core.fileio import FileIO
 from mergetable.core.filters import bind_filters
 from mergetable.core.options import DEFAULT_SPLIT_SIZE
 from mergetable.core.predicates import Conjunct, Filters
+from mergetable.core.progress import bar, wanted
 from mergetable.core.read_options import ReadArgs, ReadRequest
 from mergetable.core.schema import TableSchema, check_column
 from mergetable.core.txn import Txn, make_txn
 from mergetable.dml.api import RowLevelOperations
+from mergetable.interop.notebook import SnapshotList
 from mergetable.interop.views import DataViews
 from mergetable.merge import validate_merge_options
 from mergetable.metadata.models import CommitMessage, Snapshot
@@ -40,7 +44,7 @@ from mergetable.read.reader import SplitReader
 from mergetable.read.request import diff_batches, plan_request
 from mergetable.read.scan import Sections, Split
 from mergetable.read.system_tables import system_table
-from mergetable.write.input import RowKindArg
+from mergetable.write.input import RowKindArg, with_progress
 from mergetable.write.writer import TableWriter
 
 log = logging.getLogger(__name__)
@@ -229,7 +233,8 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
         txn_app_id: str | None = None,
         txn_version: int | None = None,
         cast: bool = False,
-    ) -> Snapshot | None:
+        progress: bool | None = None,
+    ) -> CommitResult:
         """Write rows as one atomic commit.
 
         Args:
@@ -243,22 +248,30 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
                 written and a warning is logged (:meth:`txn_version` tells the last committed version).
             cast: Also convert what changes a value (parse strings into numbers, round to a decimal's scale);
                 without it such data is a :class:`SchemaError` (``mergetable.write.input.cast_column``).
+            progress: Show a progress bar over the batches written (default: when run interactively; see
+                :mod:`mergetable.core.progress`).
 
         Returns:
-            The new snapshot, None if nothing was written (no rows, or a transaction already committed).
+            What it did (:class:`~mergetable.commit.result.CommitResult`: the new snapshot, records and files
+            added, files removed); falsy when nothing was written (no rows, or a transaction already committed).
 
         Example:
-            >>> _ = t.write(pa.table({"id": [5], "v": ["e"]}), overwrite=True)
+            >>> r = t.write(pa.table({"id": [5], "v": ["e"]}), overwrite=True)
+            >>> r.snapshot_id, r.num_added_rows, r.num_added_files, r.num_removed_files
+            (3, 1, 1, 2)
             >>> t.read().to_pydict()
             {'id': [5], 'v': ['e']}
         """
+        started = time.monotonic_ns()
         try:
             with self.writing(overwrite, txn=make_txn(txn_app_id, txn_version)) as w:
-                w.write(data, row_kind, target_columns, cast)
-                return w.commit()
+                w.write(with_progress(data, "write", wanted(progress)), row_kind, target_columns, cast)
+                snap = w.commit()
         except AlreadyCommittedError as exc:
             log.warning("%s", exc)
-            return None
+            return commit_result("WRITE", None, [], started)
+        replaced = self.fileio if overwrite is not False else None  # an overwrite's removed files are in its delta
+        return commit_result("WRITE", snap, w.committed_messages, started, replaced)
 
     # -- snapshots, time travel, tags ---------------------------------------------------------------
     def system_table(self, name: str, **time_travel: Any) -> pa.Table:
@@ -397,17 +410,32 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
         full: bool = False,
         partitions: Sequence[dict[str, Any]] | None = None,
         executor: Executor | None = None,
-        progress: Progress | None = None,
+        progress: bool | Progress | None = None,
     ) -> Snapshot | None:
         """Compact now and commit one COMPACT snapshot (None when nothing needed compacting).
 
         ``full`` compacts every bucket into the top level; otherwise each bucket gets the compaction
         universal compaction picks for it. ``partitions``: partial specs such as ``[{"dt": "2024-01-01"}]``.
         A concurrent conflicting commit makes the changed buckets compact again on the new snapshot;
-        :class:`CommitConflictError` when that keeps failing (the table is then unchanged).
+        :class:`CommitConflictError` when that keeps failing (the table is then unchanged). ``progress``: a bar
+        over the buckets (True/False; default: when run interactively), or hooks of one's own.
 
         Example:
-            >>> t.compact(full=True).id, len(t.files())
+            >>> t.compact(full=True, progress=False).id, len(t.files())
             (3, 1)
         """
-        return self.compaction_job(executor, progress).compact(full, partitions)
+        if isinstance(progress, Progress):
+            return self.compaction_job(executor, progress).compact(full, partitions)
+        with bar("compact", "bucket", wanted(progress)) as hooks:
+            return self.compaction_job(executor, hooks).compact(full, partitions)
+
+    # -- notebook view (the repr and _repr_html_ come from DataViews) ----------------------------------
+    def snapshots(self) -> list[Snapshot]:
+        """The table's history: every kept snapshot, oldest first, but those a rollback took out of it; a
+        ``list`` that prints as a table of snapshots.
+
+        Example:
+            >>> [(s.id, s.commit_kind.name) for s in t.snapshots()]
+            [(1, 'APPEND'), (2, 'APPEND')]
+        """
+        return SnapshotList(super().snapshots())

@@ -10,9 +10,9 @@ import argparse
 import contextlib
 import sys
 from collections.abc import Iterator
-from typing import Any
 
-from mergetable.core.progress import Progress, reporting
+from mergetable.core.progress import bar as bar
+from mergetable.core.progress import deletions as core_deletions
 
 
 def add_progress_option(p: argparse.ArgumentParser) -> None:
@@ -30,30 +30,7 @@ def wanted(args: argparse.Namespace, as_json: bool) -> bool:
 
 
 @contextlib.contextmanager
-def bar(description: str, unit: str, show: bool) -> Iterator[Progress]:
-    """A :class:`Progress` drawing a tqdm bar on stderr once ``start(total)`` is called; closed at the end."""
-    from tqdm import tqdm
-
-    bars: list[Any] = []
-
-    def start(total: int) -> None:
-        for old in bars:
-            old.close()
-        bars[:] = [tqdm(total=total, unit=unit, desc=description, disable=not show, file=sys.stderr)]
-
-    def advance() -> None:
-        if bars:
-            bars[-1].update(1)
-
-    try:
-        yield Progress(start, advance)
-    finally:
-        for b in bars:
-            b.close()
-
-
-@contextlib.contextmanager
 def deletions(description: str, args: argparse.Namespace, as_json: bool) -> Iterator[None]:
     """A bar over the file deletions made in the block (expiration, orphan cleaning)."""
-    with bar(description, "file", wanted(args, as_json)) as progress, reporting(progress):
+    with core_deletions(description, wanted(args, as_json)):
         yield

@@ -31,6 +31,7 @@ from mergetable.core.errors import MergeTableError
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import TableOptions
 from mergetable.core.paths import PathFactory
+from mergetable.core.progress import deletions
 from mergetable.core.read_options import Timestamp, TimeTravel
 from mergetable.core.schema import TableSchema
 from mergetable.merge import MergeFunction, create_merge_function
@@ -58,9 +59,6 @@ class TableStore:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.fileio, self.table_schema))
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.uri!r}, primary_key={list(self.primary_key)})"
 
     @property
     def uri(self) -> str:
@@ -234,7 +232,8 @@ class TableStore:
 
         Example:
             >>> _ = t.write(pa.table({"id": [3], "v": ["c"]}), txn_app_id="loader", txn_version=4)
-            >>> t.txn_version("loader"), t.write(pa.table({"id": [3], "v": ["c"]}), txn_app_id="loader", txn_version=4)
+            >>> again = t.write(pa.table({"id": [3], "v": ["c"]}), txn_app_id="loader", txn_version=4)
+            >>> t.txn_version("loader"), again.snapshot
             (4, None)
         """
         return committed_version(self.latest_snapshot(), app_id)
@@ -391,6 +390,7 @@ class TableStore:
         retain_last: int | None = None,
         dry_run: bool = False,
         now_ms: int | None = None,
+        progress: bool | None = None,
     ) -> ExpireResult:
         """Expire tags past their retention, then old snapshots, deleting files no kept snapshot or tag uses.
 
@@ -407,6 +407,7 @@ class TableStore:
             retain_last: How many of the newest snapshots to keep (≥ 1).
             dry_run: Compute and return what would be expired and deleted, changing nothing.
             now_ms: The current time (tests; tag retention and ``timedelta`` are measured from it).
+            progress: A bar over the file deletions on stderr (default: when run interactively).
 
         Raises:
             OptionsError: ``older_than`` or ``retain_last`` is malformed (the message names it).
@@ -421,19 +422,21 @@ class TableStore:
             [1]
         """
         policy = expire_policy(older_than, retain_last, now_ms)
-        tags, tag_files = expire_tags(self.fileio, self.table_schema, now_ms, dry_run)
-        result = expire_snapshots(self.fileio, self.table_schema, now_ms, policy, dry_run, tags)
+        with deletions("expire", progress):
+            tags, tag_files = expire_tags(self.fileio, self.table_schema, now_ms, dry_run)
+            result = expire_snapshots(self.fileio, self.table_schema, now_ms, policy, dry_run, tags)
         result.expired_tags, result.deleted_files = tags, [*tag_files, *result.deleted_files]
         return result
 
     def remove_orphan_files(
-        self, older_than_ms: int | None = None, dry_run: bool = False, force: bool = False
+        self, older_than_ms: int | None = None, dry_run: bool = False, force: bool = False, progress: bool | None = None
     ) -> list[str]:
         """Delete the table's own files that no snapshot or tag references, older than ``older_than_ms``.
 
         Only files of mergetable's layout and naming are candidates (never a README, hidden or ``_``
         files, another table, a user's file); see ``docs/maintenance.md``. The default cutoff is one day
-        ago; a younger one is refused unless ``force`` (files of commits in flight could go).
+        ago; a younger one is refused unless ``force`` (files of commits in flight could go). ``progress``: a bar
+        over the deletions on stderr (default: when run interactively).
 
         Example:
             >>> t.fileio.write_bytes(t.fileio.join("bucket-0", "data-stray.parquet"), b"")
@@ -441,4 +444,5 @@ class TableStore:
             >>> [p.rsplit("/", 1)[-1] for p in t.remove_orphan_files(older_than_ms=2**62, force=True)]
             ['data-stray.parquet']
         """
-        return remove_orphan_files(self.fileio, self.table_schema, older_than_ms, dry_run, force)
+        with deletions("orphans", progress):
+            return remove_orphan_files(self.fileio, self.table_schema, older_than_ms, dry_run, force)

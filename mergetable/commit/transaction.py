@@ -128,6 +128,8 @@ class WriteTransaction:
         self.state = TxState.OPEN
         self.snapshot: Snapshot | None = None
         """The last snapshot the commit made (None: not committed, or nothing to commit)."""
+        self.committed_messages: list[CommitMessage] = []
+        """The messages the commit published (empty until committed)."""
         self._writer: TableWriter | None = None
         self._messages: list[CommitMessage] = []
 
@@ -208,6 +210,7 @@ class WriteTransaction:
             self.discard(protect_latest=True)
             raise
         self.state = TxState.COMMITTED
+        self.committed_messages = messages
         self.snapshot = snaps[-1] if snaps else None
         if self.snapshot is not None and self.after_commit is not None:
             try:

@@ -8,14 +8,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-import pyarrow as pa
-
+from mergetable.commit.result import CommitResult
 from mergetable.core.predicates import Filters
 from mergetable.dml.apply import DmlTable
 from mergetable.dml.history import history
 from mergetable.dml.merge import MergeBuilder
 from mergetable.dml.ops import delete_keys, delete_where, update_where
-from mergetable.metadata.models import Snapshot
+from mergetable.interop.notebook import ResultTable
 
 
 def _dml(table: object) -> DmlTable:
@@ -28,11 +27,12 @@ class RowLevelOperations:
     A concurrent commit to the buckets an operation changes makes it compute again on the new snapshot
     (:mod:`mergetable.dml.apply`). A failed operation leaves the table unchanged."""
 
-    def delete(self, filter: Filters | None = None) -> Snapshot | None:
+    def delete(self, filter: Filters | None = None) -> CommitResult:
         """Delete the rows matching ``filter`` (a DNF filter as in :meth:`read`; None: every row).
 
         Returns:
-            The new snapshot, None when no row matched.
+            What it did (:class:`~mergetable.commit.result.CommitResult`: the new snapshot, ``num_deleted_rows``,
+            files added); falsy when no row matched.
 
         Raises:
             OptionsError: The table drops or aggregates deletes; the message names the option to set
@@ -41,17 +41,19 @@ class RowLevelOperations:
             FilterError, SchemaError: A malformed filter (naming the column), or not a filter at all.
 
         Example:
-            >>> t.delete([("v", "=", "a")]).properties["operation"]
-            'DELETE'
+            >>> r = t.delete([("v", "=", "a")])
+            >>> r.snapshot.properties["operation"], r.num_deleted_rows, r.snapshot_id
+            ('DELETE', 1, 3)
             >>> t.read().to_pydict()
             {'id': [2], 'v': ['B']}
         """
         return delete_where(_dml(self), filter)
 
-    def delete_keys(self, keys: Any) -> Snapshot | None:
+    def delete_keys(self, keys: Any) -> CommitResult:
         """Delete rows by primary key: ``keys`` holds the key columns (anything :meth:`write` accepts).
 
-        Same rules as :meth:`delete`; keys that are not in the table are ignored.
+        Same rules and result as :meth:`delete`; keys that are not in the table are ignored (and counted: the
+        ``-D`` records are written without reading the table).
 
         Example:
             >>> _ = t.delete_keys({"id": [1]})
@@ -60,25 +62,48 @@ class RowLevelOperations:
         """
         return delete_keys(_dml(self), keys)
 
-    def update(self, filter: Filters | None = None, set: Mapping[str, Any] | None = None) -> Snapshot | None:
-        """Assign ``set`` to the rows matching ``filter`` (None: every row).
+    def update(
+        self,
+        filter: Filters | None = None,
+        set: Mapping[str, Any] | None = None,
+        *,
+        new_values: Mapping[str, Any] | None = None,
+    ) -> CommitResult:
+        """Assign new values to the rows matching ``filter`` (None: every row), as deltalake's ``update``.
 
-        ``set`` maps a column to a Python literal or a ``pyarrow.compute`` expression over the row's columns
-        (``pc.field("v")``), evaluated vectorized; results are cast to the column type. Primary-key and
-        partition columns cannot be assigned (delete and insert instead).
+        Args:
+            filter: A DNF filter as in :meth:`read`.
+            set: ``{column: value}`` where a value is a SQL expression string over the row's columns
+                (``"upper(note)"``, ``"qty * 2"``, ``"'text'"``; evaluated by duckdb, which must be installed),
+                a ``pyarrow.compute`` expression (``pc.field("v")``), or a non-string Python literal.
+            new_values: ``{column: literal}``: Python values assigned as they are, strings included
+                (deltalake's ``new_values``).
+
+        Values are computed vectorized over the matching rows and cast to the column type. Primary-key and
+        partition columns cannot be assigned (delete and insert instead). See ``docs/dml.md``.
+
+        Returns:
+            What it did (:class:`~mergetable.commit.result.CommitResult`: the new snapshot,
+            ``num_updated_rows``); falsy when no row matched.
 
         Raises:
-            SchemaError: An unknown or key column in ``set``, a value that does not fit its column.
+            SchemaError: An unknown or key column, a column in both ``set`` and ``new_values``, a SQL expression
+                that does not evaluate (the message names the column), a value that does not fit its column.
+            MissingExtraError: A SQL expression without duckdb installed.
             UnsupportedError: An aggregation or first-row table (values cannot be assigned).
             MergeError: Assigning NULL on a partial-update table (partial update would skip it).
 
         Example:
+            >>> r = t.update([("id", "=", 2)], {"v": "lower(v) || '!'"})
+            >>> r.num_updated_rows, t.read().to_pydict()
+            (1, {'id': [1, 2], 'v': ['a', 'b!']})
+            >>> _ = t.update([("id", "=", 1)], new_values={"v": "upper(v)"})  # a literal: the text itself
             >>> import pyarrow.compute as pc
-            >>> _ = t.update([("id", "=", 2)], {"v": pc.utf8_lower(pc.field("v"))})
+            >>> _ = t.update([("id", "=", 2)], {"v": pc.utf8_upper(pc.field("v"))})
             >>> t.read().to_pydict()
-            {'id': [1, 2], 'v': ['a', 'b']}
+            {'id': [1, 2], 'v': ['upper(v)', 'B!']}
         """
-        return update_where(_dml(self), filter, set or {})
+        return update_where(_dml(self), filter, set or {}, new_values or {})
 
     def merge(
         self,
@@ -97,7 +122,7 @@ class RowLevelOperations:
         Example:
             >>> import pyarrow.compute as pc
             >>> src = pa.table({"id": [2, 3], "v": ["x", "c"]})
-            >>> snap = (t.merge(src)
+            >>> result = (t.merge(src)
             ...     .when_matched_update({"v": pc.field("source.v")}, condition=pc.field("target.v") == "B")
             ...     .when_not_matched_insert_all()
             ...     .execute())
@@ -106,17 +131,23 @@ class RowLevelOperations:
         """
         return MergeBuilder(_dml(self), source, on, source_alias, target_alias)
 
-    def history(self, limit: int | None = None) -> pa.Table:
+    def history(self, limit: int | None = None, include_compaction: bool = True) -> ResultTable:
         """One row per kept snapshot, newest first: ``version``, ``timestamp`` (UTC), ``operation``, commit kind,
         user and identifier, record counts, added and deleted files, watermark, properties.
+
+        ``include_compaction=False`` leaves out the COMPACT snapshots (``limit`` then counts the others). The
+        result is a ``pyarrow.Table`` that a notebook shows as an HTML table.
 
         Example:
             >>> t.history().select(["version", "operation", "delta_record_count"]).to_pylist()[0]
             {'version': 2, 'operation': 'APPEND', 'delta_record_count': 1}
             >>> t.history(limit=1).num_rows
             1
+            >>> _ = t.compact(full=True)
+            >>> t.history().column("operation").to_pylist(), t.history(include_compaction=False).num_rows
+            (['COMPACT', 'APPEND', 'APPEND'], 2)
         """
-        return history(_dml(self).fileio, limit)
+        return ResultTable(history(_dml(self).fileio, limit, include_compaction))
 
 
 __all__ = ["RowLevelOperations"]

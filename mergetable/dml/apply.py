@@ -13,6 +13,7 @@ conflict (they do not change what the rows are).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, Unpack
 
@@ -20,16 +21,19 @@ import numpy as np
 import pyarrow as pa
 
 from mergetable.commit.operation import OPERATION
+from mergetable.commit.result import CommitResult, commit_result
 from mergetable.commit.transaction import CommitArgs, WritePrecondition, WriteTransaction
 from mergetable.core.errors import CommitConflictError, SnapshotNotFoundError
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import TableOptions
 from mergetable.core.predicates import Filters
+from mergetable.core.progress import wanted
 from mergetable.core.read_options import ReadArgs
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import CommitKind, CommitMessage, ManifestEntry, Snapshot
 from mergetable.read.reader import SplitReader
 from mergetable.read.scan import Sections, Split
+from mergetable.write.input import with_progress
 
 RECOMPUTE_ATTEMPTS = 3
 
@@ -70,26 +74,36 @@ class _ConcurrentChange(CommitConflictError):
 
 
 def apply_changes(
-    table: DmlTable, operation: str, compute: Callable[[Snapshot | None], Changes], blind: bool = False
-) -> Snapshot | None:
+    table: DmlTable,
+    operation: str,
+    compute: Callable[[Snapshot | None], Changes],
+    blind: bool = False,
+    source_rows: int = 0,
+    progress: bool | None = False,
+) -> CommitResult:
     """Compute the changes on the latest snapshot and commit them as one snapshot (see the module docstring).
 
     ``blind``: the changes do not depend on what the table holds (deleting given keys): no conflict check.
+    ``source_rows``: a merge's source rows, for the metrics. ``progress``: a bar over the records written
+    (None: when run interactively).
 
-    Returns the operation's snapshot, None when there was nothing to change.
+    Returns what the operation did (its snapshot: None when there was nothing to change).
     """
+    started = time.monotonic_ns()
     conflict: _ConcurrentChange | None = None
     for _ in range(RECOMPUTE_ATTEMPTS):
         base = table.latest_snapshot()
         changes = compute(base)
         if changes is None or changes[0].num_rows == 0:
-            return None
+            return commit_result(operation, None, [], started, source_rows=source_rows)
         rows, kinds = changes
         guard = None if blind else _unchanged_since(table, base)
         try:
             with table.writing(properties={OPERATION: operation}, precondition=guard) as w:
-                w.write(rows, row_kind=pa.array(kinds, pa.int8()))
-                return w.commit()
+                data = with_progress(rows, operation.lower(), wanted(progress))
+                w.write(data, row_kind=pa.array(kinds, pa.int8()))
+                snap = w.commit()
+            return commit_result(operation, snap, w.committed_messages, started, kinds=kinds, source_rows=source_rows)
         except _ConcurrentChange as exc:
             conflict = exc
     raise CommitConflictError(f"{operation.lower()}: {conflict} on each of {RECOMPUTE_ATTEMPTS} attempts; try again")

@@ -13,8 +13,9 @@ from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.operation import operation_of
 from mergetable.commit.rollback import visible
 from mergetable.commit.snapshots import SnapshotManager
-from mergetable.core.errors import OptionsError
+from mergetable.core.errors import ArgumentError, OptionsError
 from mergetable.core.fileio import FileIO
+from mergetable.metadata.models import CommitKind
 
 HISTORY_SCHEMA = pa.schema(
     [
@@ -37,11 +38,17 @@ HISTORY_SCHEMA = pa.schema(
 )
 
 
-def history(fileio: FileIO, limit: int | None = None) -> pa.Table:
-    """The history table of the table at ``fileio`` (at most ``limit`` rows, newest first)."""
+def history(fileio: FileIO, limit: int | None = None, include_compaction: bool = True) -> pa.Table:
+    """The history table of the table at ``fileio`` (at most ``limit`` rows, newest first; without the COMPACT
+    snapshots unless ``include_compaction``)."""
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise OptionsError("limit", f"must be an integer >= 0 or None, got {limit!r}")
-    snaps = visible(SnapshotManager(fileio).snapshots())[::-1][:limit]
+    if not isinstance(include_compaction, bool):
+        raise ArgumentError("include_compaction", f"must be True or False, got {include_compaction!r}")
+    snaps = visible(SnapshotManager(fileio).snapshots())[::-1]
+    if not include_compaction:
+        snaps = [s for s in snaps if s.commit_kind is not CommitKind.COMPACT]
+    snaps = snaps[:limit]
     manifests = ManifestIO(fileio)
     rows = []
     for s in snaps:

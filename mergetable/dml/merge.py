@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from mergetable.commit.result import CommitResult
 from mergetable.core.errors import SchemaError
 from mergetable.core.predicates import Predicate
 from mergetable.core.rowkind import RowKind
@@ -48,6 +49,7 @@ from mergetable.dml.clauses import (
 from mergetable.dml.evaluate import assignment, cast_columns, check_condition, masks, project
 from mergetable.dml.nan_order import spark_nan_order
 from mergetable.dml.ops import check_nulls
+from mergetable.dml.sql import check_sql, sql_values
 from mergetable.dml.target import read_target
 from mergetable.metadata.models import Snapshot
 from mergetable.write.input import to_arrow_table
@@ -71,7 +73,7 @@ class MergeBuilder:
         self._source = to_arrow_table(source, "source")
         self._s, self._t = source_alias, target_alias
         self._on = self._on_columns(on)
-        self._clauses: list[Clause[pc.Expression]] = []
+        self._clauses: list[Clause[pc.Expression | str]] = []
 
     def _on_columns(self, on: str | Sequence[str] | None) -> list[str]:
         columns = self._table.schema.names
@@ -92,7 +94,10 @@ class MergeBuilder:
         clause = make_clause(self._table.table_schema, kind, action, cond, values)  # the engine's rules first
         schema = self._table.schema
         if clause.values is not None:
-            exprs = {c: assignment(v, schema.field(c).type, c) for c, v in clause.values.items()}
+            exprs = {
+                c: check_sql(v, c) if isinstance(v, str) else assignment(v, schema.field(c).type, c)
+                for c, v in clause.values.items()
+            }  # a string is SQL over the joined row (mergetable.dml.sql), evaluated in _output
             clause = dataclasses.replace(clause, values=exprs)
         elif action != "delete":
             pk = self._table.primary_key if action == "update" else ()
@@ -140,7 +145,8 @@ class MergeBuilder:
 
         Example:
             >>> import pyarrow.compute as pc
-            >>> _ = t.merge({"id": [2, 3]}).when_not_matched_insert({"id": pc.field("source.id"), "v": "new"}).execute()
+            >>> values = {"id": pc.field("source.id"), "v": "'new'"}  # a string is SQL: here the literal 'new'
+            >>> _ = t.merge({"id": [2, 3]}).when_not_matched_insert(values).execute()
             >>> t.read().sort_by("id").to_pydict()
             {'id': [1, 2, 3], 'v': ['a', 'B', 'new']}
         """
@@ -162,7 +168,7 @@ class MergeBuilder:
         """Update the target rows that no source row matched (expressions over the target's columns).
 
         Example:
-            >>> _ = t.merge({"id": [1]}).when_not_matched_by_source_update({"v": "gone"}).execute()
+            >>> _ = t.merge({"id": [1]}).when_not_matched_by_source_update({"v": "'gone'"}).execute()
             >>> t.read().sort_by("id").to_pydict()
             {'id': [1, 2], 'v': ['a', 'gone']}
         """
@@ -179,18 +185,23 @@ class MergeBuilder:
         return self._add(NOT_MATCHED_BY_SOURCE, "delete", condition, None)
 
     # -- execution ------------------------------------------------------------------------------------------
-    def execute(self) -> Snapshot | None:
-        """Run the merge as one commit; the new snapshot, None when no clause applied to any row.
+    def execute(self, progress: bool | None = None) -> CommitResult:
+        """Run the merge as one commit; what it did (:class:`~mergetable.commit.result.CommitResult`: the new
+        snapshot, rows inserted, updated and deleted); falsy when no clause applied to any row. ``progress``: a
+        bar over the records written (default: when run interactively).
 
         Example:
-            >>> t.merge({"id": [9], "v": ["z"]}).when_not_matched_insert_all().execute().properties
-            {'operation': 'MERGE'}
-            >>> t.merge({"id": [9], "v": ["z"]}).when_not_matched_insert_all().execute() is None
-            True
+            >>> m = t.merge({"id": [2, 9], "v": ["x", "z"]})
+            >>> r = m.when_matched_update_all().when_not_matched_insert_all().execute()
+            >>> r.snapshot.properties, r.num_source_rows, r.num_target_rows_inserted, r.num_target_rows_updated
+            ({'operation': 'MERGE'}, 2, 1, 1)
+            >>> bool(t.merge({"id": [9], "v": ["z"]}).when_not_matched_insert_all().execute())
+            False
         """
         check_clauses(self._clauses)
         self._compute(None, self._table.schema.empty_table())  # evaluate every expression once: errors first
-        return apply_changes(self._table, "MERGE", self._changes)
+        rows = self._source.num_rows
+        return apply_changes(self._table, "MERGE", self._changes, source_rows=rows, progress=progress)
 
     def _changes(self, base: Snapshot | None) -> Changes:
         schema = self._table.schema
@@ -269,7 +280,7 @@ class MergeBuilder:
             row = int(np.argmax(counts > 1))
             raise ambiguous_match({k: target.column(k)[row].as_py() for k in self._table.primary_key})
 
-    def _output(self, clause: Clause[pc.Expression], rows: pa.Table) -> pa.Table:
+    def _output(self, clause: Clause[pc.Expression | str], rows: pa.Table) -> pa.Table:
         schema, pk = self._table.schema, self._table.primary_key
         target = {c: pc.field(f"{self._t}.{c}") for c in schema.names}
         if clause.action == "delete":
@@ -282,12 +293,25 @@ class MergeBuilder:
         else:
             exprs = {c: clause.values.get(c, target[c]) for c in schema.names}
         what = f"merge ({clause.kind}: {clause.action})"
-        out = cast_columns(project(rows, exprs, what), schema, what)
+        sql: dict[str, str] = {c: e for c, e in exprs.items() if isinstance(e, str)}
+        out = project(rows, {c: target[c] if c in sql else e for c, e in exprs.items()}, what)
+        for c, values in self._sql(rows, sql, what).items():
+            out = out.set_column(out.schema.get_field_index(c), c, values)
+        out = cast_columns(out, schema, what)
         if clause.action == "update":
             old = cast_columns(project(rows, target, what), schema, what)
             assigned = [c for c in schema.names if c not in pk] if clause.values is None else list(clause.values)
             check_nulls(self._table, out, old, assigned, what)
         return out
+
+    def _sql(self, rows: pa.Table, sql: Mapping[str, str], what: str) -> dict[str, pa.ChunkedArray]:
+        """The SQL values over the joined rows, each side's columns under its alias (``source.x``, ``target.x``)."""
+        if not sql:
+            return {}
+        sides = {}
+        for alias, names in ((self._t, self._table.schema.names), (self._s, self._source.schema.names)):
+            sides[alias] = pa.table({c: rows.column(f"{alias}.{c}") for c in names})
+        return sql_values(sides, sql, what, literal_hint=False)
 
 
 def _join_key(column: pa.ChunkedArray) -> pa.ChunkedArray:

@@ -18,14 +18,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from mergetable.commit.result import CommitResult
 from mergetable.core.errors import MergeError, SchemaError
 from mergetable.core.filters import bind_filters
 from mergetable.core.predicates import Filters
 from mergetable.core.rowkind import RowKind
 from mergetable.dml.apply import Changes, DmlTable, apply_changes
 from mergetable.dml.clauses import resolve_columns
-from mergetable.dml.evaluate import assignment, cast_columns, project
+from mergetable.dml.evaluate import assignment, cast_columns, literal, project
 from mergetable.dml.rules import check_assigned, check_delete, check_update, nulls_refused
+from mergetable.dml.sql import check_sql, sql_values
 from mergetable.dml.target import read_target
 from mergetable.metadata.models import Snapshot
 from mergetable.write.input import to_arrow_table
@@ -57,7 +59,7 @@ def retracts(table: DmlTable, keys: pa.Table) -> Changes:
     return keys, kinds(keys.num_rows, RowKind.DELETE)
 
 
-def delete_where(table: DmlTable, filter: Filters | None) -> Snapshot | None:
+def delete_where(table: DmlTable, filter: Filters | None) -> CommitResult:
     check_delete(table.table_options, "delete")
     filter = check_filter(table, filter, "delete")
     opts = table.table_options
@@ -71,7 +73,7 @@ def delete_where(table: DmlTable, filter: Filters | None) -> Snapshot | None:
     return apply_changes(table, "DELETE", compute)
 
 
-def delete_keys(table: DmlTable, keys: Any) -> Snapshot | None:
+def delete_keys(table: DmlTable, keys: Any) -> CommitResult:
     check_delete(table.table_options, "delete_keys")
     rows = to_arrow_table(keys, "keys")
     missing = [k for k in table.primary_key if k not in rows.schema.names]
@@ -81,13 +83,34 @@ def delete_keys(table: DmlTable, keys: Any) -> Snapshot | None:
     return apply_changes(table, "DELETE", lambda _: changes, blind=True)
 
 
-def assignments(table: DmlTable, values: Any, operation: str) -> dict[str, pc.Expression]:
-    """``set`` as ``{column: expression}``: table columns, no key column, literals coerced to the column type."""
-    if not values:
-        raise SchemaError(f"argument 'set' of {operation} needs {{column: value or pyarrow Expression}}")
-    resolved = resolve_columns(values, table.schema.names, f"argument 'set' of {operation}")
-    check_assigned(table.table_schema, resolved, operation)
-    return {c: assignment(v, table.schema.field(c).type, c) for c, v in resolved.items()}
+def assignments(
+    table: DmlTable, values: Any, operation: str, new_values: Any = None
+) -> tuple[dict[str, pc.Expression], dict[str, str]]:
+    """``set`` and ``new_values`` as ``({column: expression}, {column: SQL text})``: table columns, no key
+    column, literals coerced to the column type, strings of ``set`` SQL expressions (:mod:`mergetable.dml.sql`)."""
+    if not values and not new_values:
+        raise SchemaError(
+            f"argument 'set' of {operation} needs {{column: SQL expression, pyarrow Expression or value}} "
+            "(or new_values={column: value})"
+        )
+    resolved = resolve_columns(values or {}, table.schema.names, f"argument 'set' of {operation}")
+    literals = resolve_columns(new_values or {}, table.schema.names, f"argument 'new_values' of {operation}")
+    both = [c for c in literals if c in resolved]
+    if both:
+        raise SchemaError(f"{operation}: assigned in both 'set' and 'new_values'", both[0])
+    check_assigned(table.table_schema, {**resolved, **literals}, operation)
+    sql = {c: check_sql(v, c) for c, v in resolved.items() if isinstance(v, str)}
+    exprs = {c: assignment(v, table.schema.field(c).type, c) for c, v in resolved.items() if c not in sql}
+    exprs.update({c: literal(v, table.schema.field(c).type, c) for c, v in literals.items()})
+    return exprs, sql
+
+
+def evaluate(rows: pa.Table, full: dict[str, pc.Expression], sql: dict[str, str], schema: pa.Schema) -> pa.Table:
+    """The updated rows: ``full`` (every column) evaluated over ``rows``, the SQL columns replaced by theirs."""
+    new = project(rows, full, "update")
+    for c, values in sql_values(rows, sql, "update").items():
+        new = new.set_column(new.schema.get_field_index(c), c, values)
+    return cast_columns(new, schema, "update")
 
 
 def check_nulls(table: DmlTable, new: pa.Table, old: pa.Table, assigned: Sequence[str], operation: str) -> None:
@@ -104,23 +127,34 @@ def check_nulls(table: DmlTable, new: pa.Table, old: pa.Table, assigned: Sequenc
             )
 
 
-def update_where(table: DmlTable, filter: Filters | None, values: Mapping[str, Any]) -> Snapshot | None:
+def update_where(
+    table: DmlTable, filter: Filters | None, values: Mapping[str, Any], new_values: Mapping[str, Any] | None = None
+) -> CommitResult:
     check_update(table.table_options, "update")
-    exprs = assignments(table, values, "update")
+    exprs, sql = assignments(table, values, "update", new_values)
     filter = check_filter(table, filter, "update")
     schema = table.schema
     full = {f.name: exprs.get(f.name, pc.field(f.name)) for f in schema}
-    cast_columns(project(schema.empty_table(), full, "update"), schema, "update")  # errors before any read
+    evaluate(schema.empty_table(), full, sql, schema)  # errors before any read
 
     def compute(base: Snapshot | None) -> Changes:
         if base is None:
             return None
         rows = read_target(table, base.id, None, filter)
-        new = cast_columns(project(rows, full, "update"), schema, "update")
-        check_nulls(table, new, rows, list(exprs), "update")
+        new = evaluate(rows, full, sql, schema)
+        check_nulls(table, new, rows, [*exprs, *sql], "update")
         return new, kinds(new.num_rows, RowKind.UPDATE_AFTER)
 
     return apply_changes(table, "UPDATE", compute)
 
 
-__all__ = ["assignments", "check_filter", "check_nulls", "delete_keys", "delete_where", "kinds", "update_where"]
+__all__ = [
+    "assignments",
+    "check_filter",
+    "check_nulls",
+    "delete_keys",
+    "delete_where",
+    "evaluate",
+    "kinds",
+    "update_where",
+]

@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 from mergetable.core.errors import SchemaError, UnsupportedError
 from mergetable.core.hashing import bucket_of
 from mergetable.core.options import MergeEngine
+from mergetable.core.progress import counted
 from mergetable.core.rowkind import RowKind, kinds_from_strings
 from mergetable.core.schema import TableSchema, check_column
 from mergetable.merge.layout import take_rows
@@ -66,6 +67,17 @@ def input_tables(data: Any, argument: str = "data") -> Iterator[pa.Table]:
         raise SchemaError(f"argument '{argument}': cannot write a {type(data).__name__}; pass {ACCEPTED}")
     else:
         yield from _from_iterable(iter(data), argument)
+
+
+def with_progress(data: Any, description: str, show: bool) -> Any:
+    """``data`` as :func:`input_tables` streams it while a progress bar counts its rows; ``data`` itself unless
+    ``show``. The bar's total is known for in-memory inputs (a table, a pandas or polars frame)."""
+    if not show:
+        return data
+    rows = getattr(data, "num_rows", getattr(data, "height", None))
+    if rows is None and _is_pandas(data):
+        rows = len(data)
+    return counted(input_tables(data), description, "rows", rows if isinstance(rows, int) else None)
 
 
 def _is_pandas(data: Any) -> bool:

@@ -85,9 +85,9 @@ def test_storage_options_are_parsed_in_one_place() -> None:
 def test_python_time_travel_takes_iso_strings_datetimes_and_versions(table_uri: str) -> None:
     schema = pa.schema([pa.field("id", pa.int64(), False)])
     t = mt.create_table(table_uri, schema, ["id"])
-    s1 = t.write(pa.table({"id": [1]}, schema=schema))
+    s1 = t.write(pa.table({"id": [1]}, schema=schema)).snapshot
     time.sleep(0.01)
-    s2 = t.write(pa.table({"id": [2]}, schema=schema))
+    s2 = t.write(pa.table({"id": [2]}, schema=schema)).snapshot
     assert s1 is not None and s2 is not None
     at1 = datetime.datetime.fromtimestamp(s1.time_millis / 1000, datetime.UTC)
     for when in (s1.time_millis, at1, at1.isoformat(), at1.astimezone().replace(tzinfo=None).isoformat(" ")):

@@ -38,8 +38,8 @@ def test_deduplicate_delete_update_merge(table_uri: str) -> None:
     snap = t.delete([("v", "<", 2)])
     assert snap is not None and snap.properties == {"operation": "DELETE"}
     assert [r[0] for r in _rows(t)] == [2, 3, 4, 5]
-    assert t.delete([("id", "=", 99)]) is None  # nothing matched: no commit
-    t.update([("id", "in", [2, 3])], {"v": pc.field("v") * 10, "name": "big"})
+    assert t.delete([("id", "=", 99)]).snapshot is None  # nothing matched: no commit
+    t.update([("id", "in", [2, 3])], {"v": pc.field("v") * 10, "name": "'big'"})
     assert _rows(t) == [(2, "big", 20.0), (3, "big", 30.0), (4, "n4", 4.0), (5, "n5", 5.0)]
     t.update(set={"v": 0})  # every row; an int literal cast to the double column
     assert {r[2] for r in _rows(t)} == {0.0}
@@ -49,8 +49,8 @@ def test_deduplicate_delete_update_merge(table_uri: str) -> None:
 
 def test_update_set_is_keyword_or_second_positional(table_uri: str) -> None:
     t = _table(table_uri)
-    t.update([("id", "=", 1)], {"name": "x"})
-    t.update(filter=[("id", "=", 2)], set={"name": "y"})
+    t.update([("id", "=", 1)], new_values={"name": "x"})
+    t.update(filter=[("id", "=", 2)], set={"name": "'y'"})
     assert [r[1] for r in _rows(t)] == ["n0", "x", "y", "n3"]
 
 
@@ -125,7 +125,7 @@ def test_first_row_and_versioned_engines(table_uri: str) -> None:
     assert _rows(t) == [(0, "n0", 0.0), (1, "n1", 1.0), (2, "n2", 2.0), (5, "y", 1.0)]
     v = _table(table_uri + "v", n=3, **{"merge-engine": "versioned", "table.merge-engine.versioned.ver-column": "id"})
     _refused(v, UnsupportedError, "versioned", lambda: v.delete([("id", "=", 1)]))
-    v.update([("id", "=", 1)], {"name": "x"})  # the same version: the newer row wins
+    v.update([("id", "=", 1)], new_values={"name": "x"})  # the same version: the newer row wins
     assert [r[1] for r in _rows(v)] == ["n0", "x", "n2"]
 
 

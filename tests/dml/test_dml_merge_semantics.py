@@ -36,13 +36,13 @@ def test_conditions_order_nan_as_spark(table_uri: str) -> None:
     source = pa.table({"id": [1, 2, 3, 4], "w": [NAN, NAN, NAN, NAN]})
     (
         t.merge(source)
-        .when_matched_update({"name": "equal"}, condition=pc.field("target.v") == pc.field("source.w"))
-        .when_matched_update({"name": "greater"}, condition=pc.field("source.w") > pc.field("target.v"))
+        .when_matched_update({"name": "'equal'"}, condition=pc.field("target.v") == pc.field("source.w"))
+        .when_matched_update({"name": "'greater'"}, condition=pc.field("source.w") > pc.field("target.v"))
         .execute()
     )
     assert _names(t) == {1: "equal", 2: "greater", 3: "greater", 4: "d"}  # NaN = NaN, NaN > inf; NULL holds not
     t.merge({"id": [9]}).when_not_matched_by_source_update(
-        {"name": "below"}, condition=(pc.field("v") < NAN) & (pc.field("v") != NAN) & (pc.field("v") <= NAN)
+        {"name": "'below'"}, condition=(pc.field("v") < NAN) & (pc.field("v") != NAN) & (pc.field("v") <= NAN)
     ).execute()
     assert _names(t) == {1: "equal", 2: "below", 3: "below", 4: "d"}
     t.merge({"id": [9]}).when_not_matched_by_source_delete(condition=pc.field("v") >= NAN).execute()

@@ -77,7 +77,7 @@ def _apply(t: mt.Table, oracle: Oracle, step: tuple[Any, ...]) -> None:
             del oracle[key]
     elif kind == "update":
         pred, delta = step[1], step[2]
-        t.update(None if pred is None else [pred], {"v": pc.field("v") + delta, "s": "updated"})
+        t.update(None if pred is None else [pred], {"v": pc.field("v") + delta}, new_values={"s": "updated"})
         for key, val in list(oracle.items()):
             if _holds(pred, key, val):
                 oracle[key] = (None if val[0] is None else val[0] + delta, "updated")
@@ -86,11 +86,11 @@ def _apply(t: mt.Table, oracle: Oracle, step: tuple[Any, ...]) -> None:
         m = (
             t.merge(src)
             .when_matched_delete(pc.field("source.v") < cutoff)
-            .when_matched_update({"v": pc.field("source.v"), "s": "merged"})
+            .when_matched_update({"v": pc.field("source.v"), "s": "'merged'"})
             .when_not_matched_insert_all(pc.field("source.v").is_valid())
         )
         if by_source:
-            m = m.when_not_matched_by_source_update({"s": "unmatched"}, pc.field("target.v") > cutoff)
+            m = m.when_not_matched_by_source_update({"s": "'unmatched'"}, pc.field("target.v") > cutoff)
         m.execute()
         source = {(r["k"], r["p"]): (r["v"], r["s"]) for r in src.to_pylist()}
         existing = set(oracle)

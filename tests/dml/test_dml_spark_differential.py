@@ -50,7 +50,7 @@ def test_delete_update_merge_agree(spark: Any, table_uri: str) -> None:
     dt.delete("v < 2 OR name = 'n7'")
     assert _rows(py) == _rows(sp)
 
-    py.update([("id", ">=", 5)], {"v": pc.field("v") * 10, "name": "upd"})
+    py.update([("id", ">=", 5)], {"v": pc.field("v") * 10, "name": "'upd'"})
     dt.update("id >= 5", {"v": "v * 10", "name": "'upd'"})
     assert _rows(py) == _rows(sp)
 

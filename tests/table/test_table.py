@@ -188,7 +188,7 @@ def test_manifests_are_merged_so_planning_stays_flat(table_uri: str) -> None:
 
 def test_empty_write_makes_no_snapshot(table_uri: str) -> None:
     t = make(table_uri)
-    assert t.write(data([])) is None
+    assert t.write(data([])).snapshot is None
     assert t.snapshots() == []
     assert t.read().num_rows == 0
 

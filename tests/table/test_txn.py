@@ -41,11 +41,11 @@ def test_replayed_version_is_applied_once(table_uri: str, caplog: pytest.LogCapt
     first = t.write(_rows(5), txn_app_id="etl", txn_version=0)
     assert first is not None and first.properties == {"txn.etl": "0"}
     files = _data_files(table_uri)
-    assert t.write(_rows(5), txn_app_id="etl", txn_version=0) is None
+    assert t.write(_rows(5), txn_app_id="etl", txn_version=0).snapshot is None
     assert "already committed" in caplog.text and "'etl'" in caplog.text
     assert _data_files(table_uri) == files  # the skipped write's files were deleted
-    assert t.write(_rows(7), txn_app_id="etl", txn_version=1) is not None
-    assert t.write(_rows(100), txn_app_id="etl", txn_version=0) is None  # older than the last committed
+    assert t.write(_rows(7), txn_app_id="etl", txn_version=1).snapshot is not None
+    assert t.write(_rows(100), txn_app_id="etl", txn_version=0).snapshot is None  # older than the last committed
     assert _totals(t) == {1: 12, 2: 12}
     assert t.txn_version("etl") == 1 and t.txn_version("other") is None
     assert [s.commit_kind.value for s in t.snapshots()] == ["APPEND", "APPEND"]
@@ -75,8 +75,8 @@ def test_versions_are_carried_forward_through_other_commits_and_expiration(table
     t.expire_snapshots()
     assert {1, 2}.isdisjoint(s.id for s in t.snapshots())
     assert txn_versions(t.latest_snapshot()) == {"a": 10, "b": 4}
-    assert t.write(_rows(50), txn_app_id="a", txn_version=10) is None
-    assert t.write(_rows(50), txn_app_id="b", txn_version=3) is None
+    assert t.write(_rows(50), txn_app_id="a", txn_version=10).snapshot is None
+    assert t.write(_rows(50), txn_app_id="b", txn_version=3).snapshot is None
     assert _totals(t)[1] == 2
 
 
@@ -127,7 +127,7 @@ def test_transactions_match_an_oracle(
     last: dict[str, int] = {}
     total = 0
     for app, version, v in ops:
-        applied = t.write(_rows(v, (1,)), txn_app_id=app, txn_version=version) is not None
+        applied = t.write(_rows(v, (1,)), txn_app_id=app, txn_version=version).snapshot is not None
         assert applied == (version > last.get(app, -1))
         if applied:
             last[app] = version
