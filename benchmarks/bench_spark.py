@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -225,6 +226,49 @@ def bench_writes(spark: Any, work: Path, df: Any, bucket: int) -> None:
     compare("mergetable.spark.write", TARGETS["write"], native, api)
 
 
+PIPELINED = "spark.python.udf.pipelined.enabled"
+
+
+def pipelined(rows: int, bucket: int, pairs: int = 2) -> None:
+    """``df.write.format("mergetable")`` with Spark's pipelined JVM-Python transfer (a core conf of PySpark 4.3+,
+    fixed when the session starts) against without: one fresh session per measurement, alternating (no goal)."""
+    times: dict[str, list[float]] = {"false": [], "true": []}
+    for _ in range(pairs):
+        for value in times:
+            cmd = [sys.executable, __file__, "--write-once", value, "--rows", str(rows), "--bucket", str(bucket)]
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                print(f"  {PIPELINED}: could not be measured ({done.stderr.strip().splitlines()[-1:]})")
+                return
+            times[value].append(float(done.stdout.strip().splitlines()[-1]))
+    off, on = min(times["false"]), min(times["true"])
+    what = 'df.write.format("mergetable")'
+    print(f"  {PIPELINED}: {what} {off:.2f}s off, {on:.2f}s on ({on / off:.2f}x), {pairs} pairs")
+
+
+def write_once(value: str, rows: int, bucket: int) -> None:
+    """Print the best of two timed ``df.write.format("mergetable")`` runs (after a warm-up) in a session started
+    with ``spark.python.udf.pipelined.enabled=value``."""
+    os.environ["PYSPARK_SUBMIT_ARGS"] = f"--conf {PIPELINED}={value} pyspark-shell"
+    spark = session()
+    work = Path(tempfile.mkdtemp(prefix="mt-bench-pipelined-"))
+    try:
+        df = frame(spark, rows)
+        best = float("inf")
+        for i in range(3):
+            t0 = time.perf_counter()
+            df.write.format("mergetable").mode("append").options(**{"primary-key": "id", "bucket": str(bucket)}).save(
+                str(work / f"w{i}")
+            )
+            if i:
+                best = min(best, time.perf_counter() - t0)
+        assert spark.sparkContext.getConf().get(PIPELINED) == value
+        print(best)
+    finally:
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def merged_table(spark: Any, work: Path, rows: int, bucket: int) -> tuple[str, list[str]]:
     """A table of ``RUNS`` commits per bucket (write-only: never compacted), and its data files."""
     uri = str(work / "merged")
@@ -241,8 +285,12 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rows", type=int, default=5_000_000)
     ap.add_argument("--bucket", type=int, default=2)
-    ap.add_argument("--skip", default="", help="comma-separated parts to skip: write, read, merged")
+    ap.add_argument("--skip", default="", help="comma-separated parts to skip: write, read, merged, pipelined")
+    ap.add_argument("--write-once", choices=["true", "false"], help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.write_once is not None:
+        write_once(args.write_once, args.rows, args.bucket)
+        return
     spark = session()
     api_floor.register(spark)
     work = Path(tempfile.mkdtemp(prefix="mt-bench-spark-"))
@@ -256,6 +304,8 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
+    if "pipelined" not in set(args.skip.split(",")):
+        pipelined(args.rows, args.bucket)
 
 
 def run(spark: Any, work: Path, rows: int, bucket: int, skip: set[str]) -> None:
