@@ -71,7 +71,7 @@ def register_view(
 def session_modes(spark: SparkSession, opts: dict[str, str], overwrite: bool) -> None:
     """Pass the session's ``partitionOverwriteMode`` and ``caseSensitive`` to a write unless it sets them."""
     given = OptionMap.of(opts)
-    if overwrite and "partitionoverwritemode" not in given:
+    if overwrite and "partitionoverwritemode" not in given and "dynamic-partition-overwrite" not in given:
         opts["partitionOverwriteMode"] = str(spark.conf.get("spark.sql.sources.partitionOverwriteMode", "static"))
     if "casesensitive" not in given:
         opts["caseSensitive"] = str(spark.conf.get("spark.sql.caseSensitive", "false")).lower()
