@@ -42,6 +42,7 @@ from mergetable.core.schema import TableSchema
 from mergetable.core.txn import Txn
 from mergetable.merge import validate_merge_options
 from mergetable.metadata.models import CommitMessage
+from mergetable.spark.errors import concise_errors
 from mergetable.spark.merge_schema import data_schema, evolve_for_write
 from mergetable.spark.options import WriteOptions
 from mergetable.spark.types import arrow_schema_of, check_write_schema, spark_arrow_schema
@@ -211,6 +212,7 @@ class MergeTableWriter(DataSourceArrowWriter):
         self.job = job
 
     # -- tasks (executors) ------------------------------------------------------------------------
+    @concise_errors
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
         from pyspark import TaskContext
 
@@ -261,6 +263,7 @@ class MergeTableWriter(DataSourceArrowWriter):
         tx.write(data, row_kind=kinds, target_columns=self.job.target_columns)
 
     # -- driver -----------------------------------------------------------------------------------
+    @concise_errors
     def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         """Publish every task's files as one snapshot, then delete files of attempts that lost."""
         job = self.job
