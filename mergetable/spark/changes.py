@@ -17,9 +17,9 @@ option. A stream without any of them (``spark.readStream.format("mergetable").lo
 ``read.changelog=false``) is read in the table's own schema, as Paimon's and Delta's Spark sources stream a
 table: the latest snapshot, then each later commit's **after-images** (``+I`` and ``+U`` rows). ``-U`` and ``-D``
 rows are dropped (:func:`~mergetable.read.changes.after_images`): a row without a kind cannot say it was
-deleted, and delivering a delete as if it were a row would resurrect it downstream. Paimon's Spark reader
-hands Spark every record of a stream split without its kind (a Spark row has none), so a consumer there
-cannot tell a delete from an insert either; ask for ``read.changelog=true`` to see deletes.
+deleted, and delivering a delete as if it were a row would resurrect it downstream. Paimon's Spark source
+has no kind column without ``read.changelog`` either (a Spark row carries no kind), so its consumers cannot
+tell a delete from an insert; ask for ``read.changelog=true`` to see deletes.
 """
 
 from __future__ import annotations
