@@ -53,6 +53,8 @@ def test_the_error_sentence_is_in_the_first_lines(spark: SparkSession, tmp_path:
 
 
 def test_catalog_tables_are_refused_pointing_to_register_view(spark: SparkSession, tmp_path: Path) -> None:
+    warehouse = Path(str(spark.conf.get("spark.sql.warehouse.dir")).removeprefix("file:"))
+    had_warehouse = warehouse.exists()  # the session catalog creates it on first use
     try:
         refused = _message(lambda: spark.sql("CREATE TABLE mt_nocols USING mergetable"))
         assert "register_view" in _head(refused) and "CREATE TABLE" in refused
@@ -65,6 +67,8 @@ def test_catalog_tables_are_refused_pointing_to_register_view(spark: SparkSessio
     finally:
         for name in ("mt_nocols", "mt_cols"):
             spark.sql(f"DROP TABLE IF EXISTS {name}")
+        if not had_warehouse and warehouse.is_dir() and not any(warehouse.iterdir()):
+            warehouse.rmdir()
 
 
 def test_helpers_register_the_format_once_per_session(spark: SparkSession, tmp_path: Path) -> None:
