@@ -79,6 +79,8 @@ def quiet_session(app: str = "mergetable-tests", test_jvm: bool = True) -> Any:
     """A local[2] session: no UI, 2 shuffle partitions, errors-only logging, fast-starting JVM flags."""
     from pyspark.sql import SparkSession
 
+    import mergetable.spark  # noqa: F401  (first: it silences PySpark's warning about pandas 3)
+
     java = f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J} -XX:+UseSerialGC"
     if test_jvm:
         java += " -XX:TieredStopAtLevel=1"

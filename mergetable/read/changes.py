@@ -216,6 +216,20 @@ def drop_before_images(table: pa.Table) -> pa.Table:
     return table.filter(pc.not_equal(table.column(ROW_KIND_COLUMN), "-U"))
 
 
+def after_images(table: pa.Table) -> pa.Table:
+    """Only the rows a change leaves in the table (``+I``, ``+U``), without their row kinds: what a reader
+    that cannot carry kinds (a Spark stream in the table's own schema) delivers. ``-U`` and ``-D`` rows are
+    dropped, so a consumer of after-images never sees a deleted row again.
+
+    >>> t = pa.table({"id": [1, 1, 2], ROW_KIND_COLUMN: ["-U", "+U", "-D"]})
+    >>> after_images(t).to_pylist()
+    [{'id': 1}]
+    """
+    kinds = table.column(ROW_KIND_COLUMN)
+    kept = table.filter(pc.is_in(kinds, pa.array(["+I", "+U"]))) if table.num_rows else table
+    return kept.drop_columns([ROW_KIND_COLUMN])
+
+
 def _bucket_kv(reader: SplitReader, split: Split) -> pa.Table:
     parts = list(reader.read_split_kv(split))
     return pa.concat_tables(parts) if parts else reader.read_schema.empty_table()
@@ -249,6 +263,7 @@ __all__ = [
     "ChangeKind",
     "ChangePlanner",
     "ChangeSplit",
+    "after_images",
     "change_schema",
     "drop_before_images",
     "read_change_split",

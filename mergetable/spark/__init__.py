@@ -7,11 +7,14 @@
 >>> mts.compact(spark, uri, full=True)                                             # doctest: +SKIP
 
 Installing the package registers the format in every SparkSession (through the top-level
-``pyspark_mergetable`` module); :func:`register` does it explicitly. See ``docs/spark.md``.
+``pyspark_mergetable`` module); :func:`register` does it explicitly. See ``docs/spark.md``. Importing
+this package also silences PySpark's warning about pandas 3
+(:func:`mergetable.core.extras.quiet_pyspark_pandas_warning`), so import it before creating the session.
 """
 
-from mergetable.core.extras import require
+from mergetable.core.extras import quiet_pyspark_pandas_warning, require
 
+quiet_pyspark_pandas_warning()  # before any session starts: see its documentation
 require("pyspark", "mergetable.spark (the Spark data source)")
 
 from mergetable.spark.api import foreach_batch, read, register, register_view, write  # noqa: E402

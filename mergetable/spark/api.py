@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
+from py4j.protocol import Py4JError  # type: ignore[import-untyped]
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.functions import arrow_udf
@@ -21,18 +22,22 @@ from mergetable.core.option_map import OptionMap
 from mergetable.core.predicates import Filters
 from mergetable.core.schema import TableSchema
 from mergetable.core.txn import make_txn
+from mergetable.spark.changes import split_audit_log
 from mergetable.spark.native import native_read
-from mergetable.spark.options import WriteOptions
+from mergetable.spark.options import ReadOptions, WriteOptions
 from mergetable.spark.source import MergeTableDataSource
-from mergetable.spark.system import RESOLVE_SNAPSHOT
+from mergetable.spark.system import RESOLVE_SNAPSHOT, without_resolve_option
 from mergetable.spark.types import arrow_schema_of
 from mergetable.table import open_table, table_exists
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``mergetable`` data source format in ``spark``.
+    """Register the ``mergetable`` data source format in ``spark``, unless the session already has it.
 
     Only needed where the ``pyspark_mergetable`` package (which Spark discovers by itself) is not installed.
+    A session that already knows the format (registered before, or found installed) is left alone: Spark
+    would log that the new registration replaced the previous one. Every helper calls it, so a session of
+    its own (``newSession()``) gets the format too.
 
     Args:
         spark: the session to register the format in.
@@ -42,7 +47,21 @@ def register(spark: SparkSession) -> None:
         >>> spark.read.format("mergetable").load("/tmp/tables/orders").count()  # doctest: +SKIP
         2
     """
-    spark.dataSource.register(MergeTableDataSource)
+    if not has_format(spark):
+        spark.dataSource.register(MergeTableDataSource)
+
+
+def has_format(spark: SparkSession) -> bool:
+    """Whether ``spark`` resolves ``format("mergetable")`` already (registered in it, or found installed).
+
+    Asked of the session's data source manager in the JVM; a session that cannot be asked (Spark Connect)
+    answers False, so it is registered (a repeated registration there only logs a warning).
+    """
+    try:
+        manager = spark._jsparkSession.sessionState().dataSourceManager()
+        return bool(manager.dataSourceExists(MergeTableDataSource.name()))
+    except (AttributeError, Py4JError):  # no JVM session to ask: register
+        return False
 
 
 def register_view(
@@ -64,14 +83,21 @@ def register_view(
         [Row(count(1)=2)]
     """
     opts = {**_option_map(options, kwargs), RESOLVE_SNAPSHOT: "per-query"}
+    check_read_options(uri, opts)
     register(spark)
     spark.read.format("mergetable").options(**opts).load(uri).createOrReplaceTempView(name)
+
+
+def check_read_options(uri: str, options: dict[str, str]) -> None:
+    """Parse a read's options here, in the caller's process, so that a bad one raises mergetable's error
+    directly rather than inside Spark's ``PYTHON_DATA_SOURCE_ERROR`` (see :mod:`mergetable.spark.errors`)."""
+    ReadOptions.parse({**without_resolve_option(options), "path": split_audit_log(uri)[0]})
 
 
 def session_modes(spark: SparkSession, opts: dict[str, str], overwrite: bool) -> None:
     """Pass the session's ``partitionOverwriteMode`` and ``caseSensitive`` to a write unless it sets them."""
     given = OptionMap.of(opts)
-    if overwrite and "partitionoverwritemode" not in given:
+    if overwrite and "partitionoverwritemode" not in given and "dynamic-partition-overwrite" not in given:
         opts["partitionOverwriteMode"] = str(spark.conf.get("spark.sql.sources.partitionOverwriteMode", "static"))
     if "casesensitive" not in given:
         opts["caseSensitive"] = str(spark.conf.get("spark.sql.caseSensitive", "false")).lower()
@@ -127,7 +153,7 @@ def read(
         The merged rows of the table as a ``DataFrame``.
 
     Raises:
-        OptionsError: an empty ``filter`` (other options are checked when Spark plans the read).
+        OptionsError: an empty ``filter`` or a bad option, raised here rather than when Spark plans the read.
 
     Example:
         >>> df = read(spark, "/tmp/tables/orders", columns=["total"], filter=[("id", ">", 1)],
@@ -140,6 +166,7 @@ def read(
         opts["columns"] = ",".join(columns)
     if filter is not None:
         opts["filter"] = json.dumps(_filter_json(filter), default=str)
+    check_read_options(uri, opts)
     register(spark)
     if native and (df := native_read(spark, uri, opts)) is not None:
         return df
@@ -287,4 +314,13 @@ def foreach_batch(
     return write_batch
 
 
-__all__ = ["foreach_batch", "read", "register", "register_view", "session_modes", "write"]
+__all__ = [
+    "check_read_options",
+    "foreach_batch",
+    "has_format",
+    "read",
+    "register",
+    "register_view",
+    "session_modes",
+    "write",
+]

@@ -11,9 +11,15 @@ applies and ``read.stream.maxFilesPerTrigger`` / ``maxRowsPerTrigger`` are hande
 read limit (Spark's ``ReadMaxFiles`` / ``ReadMaxRows``), which it may override.
 
 Spark's Python data sources infer one schema for batch and streaming reads, so the ``_row_kind`` column
-is part of the schema only when the read asks for change data: ``read.changelog=true``, any streaming
-option (``scan.mode``, ``consumer-id`` …) or an ``incremental-between*`` option. A stream without it
-fails with an :class:`OptionsError` that says so, instead of delivering deletes as if they were rows.
+is part of the schema only when the read asks for change data: ``read.changelog=true`` (Delta's
+``readChangeFeed``), any streaming option (``scan.mode``, ``consumer-id`` …) or an ``incremental-between*``
+option. A stream without any of them (``spark.readStream.format("mergetable").load(uri)``, or
+``read.changelog=false``) is read in the table's own schema, as Paimon's and Delta's Spark sources stream a
+table: the latest snapshot, then each later commit's **after-images** (``+I`` and ``+U`` rows). ``-U`` and ``-D``
+rows are dropped (:func:`~mergetable.read.changes.after_images`): a row without a kind cannot say it was
+deleted, and delivering a delete as if it were a row would resurrect it downstream. Paimon's Spark source
+has no kind column without ``read.changelog`` either (a Spark row carries no kind), so its consumers cannot
+tell a delete from an insert; ask for ``read.changelog=true`` to see deletes.
 """
 
 from __future__ import annotations
@@ -32,12 +38,11 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StringType, StructField, StructType
 
-from mergetable.core.errors import OptionsError
 from mergetable.core.option_map import OptionMap
 from mergetable.core.predicates import Conjunct
 from mergetable.core.rowkind import ROW_KIND_COLUMN
 from mergetable.read.change_api import AUDIT_ROW_KIND
-from mergetable.read.changes import ChangeSplit
+from mergetable.read.changes import ChangeSplit, after_images
 from mergetable.read.scan_modes import IncrementalOptions, StreamOptions
 from mergetable.read.stream import ChangeStream, Position
 from mergetable.spark.options import CHANGE_KEYS, READ_CHANGELOG_KEYS
@@ -97,6 +102,9 @@ class _ChangeRows:
             return
         reader = self.stream.reader(self.columns, self.dnf)
         for table in self.stream.read_split(reader, change):
+            if self.kind_column is None:  # the table's own schema: after-images only (see the module)
+                yield from spark_batches(after_images(table), self.target, self.batch_size)
+                continue
             kinds = table.column(ROW_KIND_COLUMN)
             data = table.drop_columns([ROW_KIND_COLUMN])
             if self.kind_column == AUDIT_ROW_KIND:
@@ -110,15 +118,7 @@ class MergeTableStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     """``spark.readStream.format("mergetable")``: one micro-batch = whole snapshots, never part of one."""
 
     def __init__(self, table: Table, schema: StructType, options: StreamOptions, batch_size: int) -> None:
-        columns, kind = _data_columns(schema)
-        if kind is None:
-            raise OptionsError(
-                READ_CHANGELOG,
-                "a mergetable stream delivers changes with their kind in a _row_kind column; Spark infers one "
-                "schema for batch and streaming reads of a Python data source, so ask for it with "
-                ".option('read.changelog', 'true') or Delta's .option('readChangeFeed', 'true') (any scan option "
-                "such as scan.mode does too)",
-            )
+        columns, _ = _data_columns(schema)  # no kind column: after-images in the table's schema
         table.split_reader(columns)  # every column must exist
         self.stream = ChangeStream(table.fileio, table.table_schema, options)
         self.rows = _ChangeRows(self.stream, schema, None, batch_size)

@@ -102,9 +102,9 @@ class MergeTableStreamWriter(DataSourceStreamArrowWriter):
             task.task_attempt_id,
             task.messages,
             task.rows,
-            query_id,
-            run_id,
-            job.identifier,
+            query_id=query_id,
+            run_id=run_id,
+            batch_id=job.identifier,
         )
 
     # -- driver -----------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from mergetable.spark.changes import (
     wants_changes,
     with_row_kind,
 )
+from mergetable.spark.errors import concise_errors, require_location
 from mergetable.spark.options import ReadOptions, pushdown_scoped_per_scan
 from mergetable.spark.reader import MergeTableReader, PushdownMergeTableReader, created_for_pushdown
 from mergetable.spark.sink import MergeTableStreamWriter, plan_stream_write
@@ -129,7 +130,9 @@ class MergeTableDataSource(DataSource):
         snapshot_id = self._pinned_snapshot(table, opts)
         return table if snapshot_id is None else table.as_of_schema(table.snapshot(snapshot_id).schema_id)
 
+    @concise_errors
     def schema(self) -> StructType:
+        require_location(self.options)  # CREATE TABLE ... USING mergetable (no columns) calls only this
         if (system := self._system()) is not None:
             return system.spark_schema()
         opts = self._read_options()
@@ -138,7 +141,9 @@ class MergeTableDataSource(DataSource):
         schema = spark_schema(table.schema, opts.columns)
         return with_row_kind(schema, self._audit_log) if self._changes() else schema
 
+    @concise_errors
     def reader(self, schema: StructType) -> DataSourceReader:
+        require_location(self.options)
         if (system := self._system()) is not None:
             return SystemTableReader(system, schema)
         opts = self._read_options()
@@ -153,16 +158,22 @@ class MergeTableDataSource(DataSource):
         cls = reader_class(opts, per_query(self.options))
         return cls(table, self._pinned_snapshot(table, opts), schema, dnf, opts)
 
+    @concise_errors
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        require_location(self.options)
         opts = self._read_options()
         table = open_table(opts.uri, opts.storage)
         return MergeTableStreamReader(table, schema, StreamOptions.parse(self.options), opts.batch_size)
 
     # -- writing ----------------------------------------------------------------------------------
+    @concise_errors
     def writer(self, schema: StructType, overwrite: bool) -> MergeTableWriter:
+        require_location(self.options)
         return MergeTableWriter(plan_write(dict(self.options), schema, overwrite))
 
+    @concise_errors
     def streamWriter(self, schema: StructType, overwrite: bool) -> MergeTableStreamWriter:
+        require_location(self.options)
         return MergeTableStreamWriter(plan_stream_write(dict(self.options), schema, overwrite))
 
 

@@ -5,9 +5,14 @@ these come as write options (Spark lower-cases their keys):
 
 * ``partitionOverwriteMode`` = ``static`` | ``dynamic`` (Spark's per-write option, which wins over
   ``spark.sql.sources.partitionOverwriteMode``): with ``mode("overwrite")`` on a partitioned table,
-  ``static`` replaces the whole table and ``dynamic`` only the partitions the data holds. Unset, the table's
-  ``dynamic-partition-overwrite`` decides (default dynamic). :func:`mergetable.spark.write` and ``MergeTable``
-  pass the session's setting for you.
+  ``static`` replaces the whole table and ``dynamic`` only the partitions the data holds. Unset (and no
+  per-write ``dynamic-partition-overwrite``), the session's ``spark.sql.sources.partitionOverwriteMode``
+  decides, static by default, as for Spark's file sources, Delta (2.0+) and Paimon's Spark writer. The table
+  option ``dynamic-partition-overwrite`` (Paimon's, default true) governs ``Table.write(overwrite=True)`` only,
+  as Paimon's Spark writer ignores it too. The session's setting is read by the write tasks, to which Spark
+  hands the session's SQL settings (:data:`SESSION_OVERWRITE_MODE`), and reported to the commit; a write
+  without any task (no input partition) is static. :func:`mergetable.spark.write` and ``MergeTable`` pass
+  the session's setting as the option.
 * ``replaceWhere`` = ``"dt = '2024-01-01' AND region = 'eu'"`` with ``mode("overwrite")``: replace exactly the
   partitions the predicate names (equalities on partition columns); written rows outside it are refused, as
   Delta's constraint check does.
@@ -29,6 +34,9 @@ from mergetable.core.errors import OptionsError, SchemaError, UnsupportedError
 from mergetable.core.option_map import OptionMap
 
 PARTITION_OVERWRITE_MODE = "partitionoverwritemode"
+#: The session setting that write tasks read from their local properties (Spark copies SQL settings there).
+SESSION_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
+DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
 REPLACE_WHERE = "replacewhere"
 CASE_SENSITIVE = "casesensitive"
 MERGE_SCHEMA, PAIMON_MERGE_SCHEMA = "mergeschema", "write.merge-schema"
@@ -49,6 +57,8 @@ class WriteMode:
     """Add the data's new columns to the table before writing."""
     widen_types: bool = False
     """With ``merge_schema``: also widen table columns to wider input types."""
+    session_overwrite_mode: bool = False
+    """A whole-table overwrite that no option made static or dynamic: the session's setting decides."""
 
 
 def parse_replace_where(text: str, partition_keys: Sequence[str]) -> dict[str, str]:
@@ -74,9 +84,13 @@ def parse_replace_where(text: str, partition_keys: Sequence[str]) -> dict[str, s
 def parse_write_mode(options: Mapping[str, str], overwrite: bool, partition_keys: Sequence[str]) -> WriteMode:
     opts = OptionMap.of(options)
     overrides: dict[str, str] = {}
+    session = False
     if PARTITION_OVERWRITE_MODE in opts:
         mode = opts.choice(PARTITION_OVERWRITE_MODE, ("static", "dynamic"), "static", "partitionOverwriteMode")
-        overrides["dynamic-partition-overwrite"] = "true" if mode == "dynamic" else "false"
+        overrides[DYNAMIC_PARTITION_OVERWRITE] = "true" if mode == "dynamic" else "false"
+    elif DYNAMIC_PARTITION_OVERWRITE not in opts:  # static unless the session says dynamic (see the module)
+        overrides[DYNAMIC_PARTITION_OVERWRITE] = "false"
+        session = overwrite
     case_sensitive = opts.flag(CASE_SENSITIVE, False, "caseSensitive")
     target: bool | dict[str, str] = overwrite
     if REPLACE_WHERE in opts:
@@ -84,9 +98,11 @@ def parse_write_mode(options: Mapping[str, str], overwrite: bool, partition_keys
             raise OptionsError("replaceWhere", "needs mode('overwrite')")
         if not partition_keys:
             raise UnsupportedError("replaceWhere on an unpartitioned table: use mode('overwrite') or MergeTable.delete")
-        target = parse_replace_where(opts[REPLACE_WHERE], partition_keys)
+        if overrides.get(DYNAMIC_PARTITION_OVERWRITE) == "true":  # Delta refuses the two together as well
+            raise OptionsError("replaceWhere", "cannot be combined with partitionOverwriteMode 'dynamic'")
+        target, session = parse_replace_where(opts[REPLACE_WHERE], partition_keys), False
     merge, widen = _merge_schema(opts)
-    return WriteMode(target, overrides, case_sensitive, merge, widen)
+    return WriteMode(target, overrides, case_sensitive, merge, widen, session)
 
 
 def _merge_schema(opts: OptionMap) -> tuple[bool, bool]:
@@ -118,4 +134,11 @@ def case_renames(columns: Sequence[str], table_columns: Sequence[str], case_sens
     return out
 
 
-__all__ = ["MODE_KEYS", "WriteMode", "case_renames", "parse_replace_where", "parse_write_mode"]
+__all__ = [
+    "MODE_KEYS",
+    "SESSION_OVERWRITE_MODE",
+    "WriteMode",
+    "case_renames",
+    "parse_replace_where",
+    "parse_write_mode",
+]

@@ -43,16 +43,18 @@ from mergetable.core.txn import Txn
 from mergetable.merge import validate_merge_options
 from mergetable.metadata.models import CommitMessage
 from mergetable.spark import staging
+from mergetable.spark.errors import concise_errors
 from mergetable.spark.merge_schema import data_schema, evolve_for_write
 from mergetable.spark.options import WriteOptions
 from mergetable.spark.types import arrow_schema_of, check_write_schema, spark_arrow_schema
-from mergetable.spark.write_modes import case_renames, parse_write_mode
+from mergetable.spark.write_modes import SESSION_OVERWRITE_MODE, case_renames, parse_write_mode
 from mergetable.table import Table, create_table, open_table, table_exists
 
 COMMIT_IDENTIFIER = 1
 STAGING_DIR = paths.STAGING_DIR
 _CHUNK_BYTES = 32 * MIB
 DEFAULT_ROW_KIND_COLUMN = "_row_kind"
+DYNAMIC = "dynamic-partition-overwrite"
 log = logging.getLogger(__name__)
 
 
@@ -79,6 +81,9 @@ class WriteJob:
     identifier: int = COMMIT_IDENTIFIER
     renames: dict[str, str] = field(default_factory=dict)
     """Data column → table column where only the case differs (``caseSensitive=false``)."""
+    session_overwrite_mode: bool = False
+    """An overwrite the session's ``partitionOverwriteMode`` decides, as the tasks report it (static unless
+    a task saw ``dynamic``; see :mod:`mergetable.spark.write_modes`)."""
 
     @property
     def commit_user(self) -> str:
@@ -110,6 +115,8 @@ class TaskCommit(WriterCommitMessage):
     task_attempt_id: int
     messages: list[CommitMessage]
     rows: int = 0
+    partition_overwrite_mode: str | None = None
+    """The session's ``spark.sql.sources.partitionOverwriteMode`` as the task saw it (None: not asked or unset)."""
 
     @property
     def marker(self) -> str:
@@ -153,6 +160,7 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
                 {**table.table_schema.options, **overrides, **mode.option_overrides}
             ),
             overwrite=mode.overwrite,
+            session_overwrite_mode=mode.session_overwrite_mode,
             renames=renames,
             create=False,
             job_id=job_id,
@@ -197,13 +205,17 @@ class MergeTableWriter(DataSourceArrowWriter):
         self.job = job
 
     # -- tasks (executors) ------------------------------------------------------------------------
+    @concise_errors
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
         from pyspark import TaskContext
 
         ctx = TaskContext.get()
         if ctx is None:
             return self.write_task(iterator, 0, 0, 0)
-        return self.write_task(iterator, ctx.partitionId(), ctx.attemptNumber(), ctx.taskAttemptId())
+        task = self.write_task(iterator, ctx.partitionId(), ctx.attemptNumber(), ctx.taskAttemptId())
+        if self.job.session_overwrite_mode:  # Spark hands a job's tasks the session's SQL settings
+            task.partition_overwrite_mode = ctx.getLocalProperty(SESSION_OVERWRITE_MODE)
+        return task
 
     def write_task(
         self, batches: Iterable[pa.RecordBatch], partition_id: int, attempt: int, task_attempt_id: int
@@ -242,11 +254,15 @@ class MergeTableWriter(DataSourceArrowWriter):
         tx.write(data, row_kind=kinds, target_columns=self.job.target_columns)
 
     # -- driver -----------------------------------------------------------------------------------
+    @concise_errors
     def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         """Publish every task's files as one snapshot, then delete files of attempts that lost."""
         job = self.job
         winners, losers = choose_attempts(messages)
         table = self._table_for_commit()
+        if job.session_overwrite_mode and any(str(w.partition_overwrite_mode).lower() == "dynamic" for w in winners):
+            schema = table.table_schema
+            table = Table(table.fileio, schema.with_options({**schema.options, DYNAMIC: "true"}))
         done = table.find_commit(job.commit_user, job.identifier, job.base_snapshot_id)
         keep = set().union(*(w.file_names for w in winners))
         if done is None:

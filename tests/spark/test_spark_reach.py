@@ -11,7 +11,7 @@ import pytest
 import mergetable as mt
 import mergetable.spark as mts
 from mergetable.core.errors import SchemaError, UnsupportedError
-from mergetable.spark.write_modes import case_renames, parse_replace_where
+from mergetable.spark.write_modes import SESSION_OVERWRITE_MODE, case_renames, parse_replace_where
 
 pytestmark = pytest.mark.spark
 
@@ -41,6 +41,29 @@ def test_partition_overwrite_mode(spark: Any, table_uri: str) -> None:
     writer.option("partitionOverwriteMode", "static").save(table_uri)
     assert _rows(t) == [(8, "b", 8.0)]
     assert mt.open_table(table_uri).table_options.dynamic_partition_overwrite is True  # per write only
+
+
+def test_plain_overwrite_is_static_unless_the_session_or_the_option_says_dynamic(spark: Any, table_uri: str) -> None:
+    t = _table(table_uri)
+    _df(spark, [(9, "a", 9.0)]).write.format("mergetable").mode("overwrite").save(table_uri)
+    assert _rows(t) == [(9, "a", 9.0)]  # Spark's, Delta's and Paimon's default: the whole table
+    _df(spark, [(1, "b", 1.0)]).write.format("mergetable").mode("append").save(table_uri)
+    spark.conf.set(SESSION_OVERWRITE_MODE, "dynamic")
+    try:
+        _df(spark, [(8, "a", 8.0)]).repartition(2).write.format("mergetable").mode("overwrite").save(table_uri)
+        assert _rows(t) == [(1, "b", 1.0), (8, "a", 8.0)]  # the session's setting, as Delta 2.0+ honours it
+        writer = _df(spark, [(7, "c", 7.0)]).write.format("mergetable").mode("overwrite")
+        writer.option("partitionOverwriteMode", "static").save(table_uri)
+        assert _rows(t) == [(7, "c", 7.0)]  # the write's option wins over the session
+        with pytest.raises(Exception, match=r"replaceWhere.*cannot be combined"):
+            writer = _df(spark, [(6, "c", 6.0)]).write.format("mergetable").mode("overwrite")
+            writer.option("partitionOverwriteMode", "dynamic").option("replaceWhere", "dt = 'c'").save(table_uri)
+        writer = _df(spark, [(5, "c", 5.0)]).write.format("mergetable").mode("overwrite")
+        writer.option("replaceWhere", "dt = 'c'").save(table_uri)  # replaceWhere wins over the session
+        assert _rows(t) == [(5, "c", 5.0)]
+    finally:
+        spark.conf.unset(SESSION_OVERWRITE_MODE)
+    assert mt.open_table(table_uri).table_options.dynamic_partition_overwrite is True  # the table option stays
 
 
 def test_write_helper_follows_the_session_conf(spark: Any, table_uri: str) -> None:

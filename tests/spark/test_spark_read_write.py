@@ -215,12 +215,21 @@ def test_overwrite_whole_table_and_dynamic_partitions(spark: SparkSession, tmp_p
     base.write.format("mergetable").mode("append").option("primary-key", "id,dt").option("partition-keys", "dt").save(
         parted
     )
-    _orders(spark, [(9, "b", 9.0, "y")]).write.format("mergetable").mode("overwrite").save(parted)
+    _orders(spark, [(9, "b", 9.0, "y")]).write.format("mergetable").mode("overwrite").option(
+        "partitionOverwriteMode", "dynamic"
+    ).save(parted)
     assert sorted((r.id, r.dt) for r in _read(spark, parted).collect()) == [(1, "a"), (9, "b")]
+    _orders(spark, [(8, "a", 8.0, "y")]).write.format("mergetable").mode("overwrite").option(
+        "dynamic-partition-overwrite",
+        "true",  # Paimon's per-write spelling
+    ).save(parted)
+    assert sorted((r.id, r.dt) for r in _read(spark, parted).collect()) == [(8, "a"), (9, "b")]
     _orders(spark, [(7, "c", 7.0, "z")]).write.format("mergetable").mode("overwrite").option(
         "dynamic-partition-overwrite", "false"
     ).save(parted)
     assert [(r.id, r.dt) for r in _read(spark, parted).collect()] == [(7, "c")]
+    _orders(spark, [(6, "d", 6.0, "z")]).write.format("mergetable").mode("overwrite").save(parted)
+    assert [(r.id, r.dt) for r in _read(spark, parted).collect()] == [(6, "d")]  # Spark's default: static
     assert mt.open_table(parted).table_options.dynamic_partition_overwrite is True  # a per-write setting
 
 

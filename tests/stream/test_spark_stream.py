@@ -239,11 +239,41 @@ def test_bad_stream_options_fail_naming_the_option(spark: SparkSession, history:
     for i, (options, name) in enumerate(bad):
         with pytest.raises(Exception, match=name):
             stream(spark, history.uri, tmp_path / f"bad{i}", **options)
-    with pytest.raises(Exception, match=r"read\.changelog"):
-        spark.readStream.format("mergetable").load(history.uri).writeStream.format("memory").queryName(
-            "bare"
-        ).start().awaitTermination(60)
     assert [s.id for s in history.snapshots()] == before and history.consumers() == {}
+
+
+def after_images(spark: SparkSession, uri: str, checkpoint: Path, **options: str) -> list[list[tuple[int, Any]]]:
+    """The rows of every non-empty micro-batch of an availableNow query in the table's own schema."""
+    got: list[list[tuple[int, Any]]] = []
+    columns: list[list[str]] = []
+
+    def collect(df: DataFrame, _: int) -> None:
+        columns.append(df.columns)
+        if rows := sorted((r.k, r.v) for r in df.collect()):
+            got.append(rows)
+
+    reader = spark.readStream.format("mergetable").options(**options).load(uri)
+    assert reader.schema == spark.read.format("mergetable").load(uri).schema  # the batch schema
+    query = reader.writeStream.foreachBatch(collect).option("checkpointLocation", str(checkpoint))
+    query.trigger(availableNow=True).start().awaitTermination(120)
+    assert all(c == ["k", "v"] for c in columns)
+    return got
+
+
+def test_a_bare_stream_reads_the_table_then_after_images(
+    spark: SparkSession, history: mt.Table, tmp_path: Path
+) -> None:
+    checkpoint = tmp_path / "bare"
+    assert after_images(spark, history.uri, checkpoint) == [[(1, 11), (3, 30)]]  # the latest snapshot
+    history.delete_keys(pa.table({"k": [1]}))
+    put(history, {3: 33, 5: 50})
+    assert after_images(spark, history.uri, checkpoint) == [[(3, 33), (5, 50)]]  # no row for the delete of 1
+    # from snapshot 1, without read.changelog: every commit's +I/+U rows; the delete of 2 (snapshot 4) is dropped
+    one = {"scan.snapshot-id": "1", "max-snapshots-per-trigger": "1"}
+    changes = after_images(spark, history.uri, tmp_path / "s1", **{"read.changelog": "false", **one})
+    assert changes == [[(1, 10), (2, 20)], [(1, 11)], [(3, 30)], [(3, 33), (5, 50)]]
+    kinds = stream(spark, history.uri, tmp_path / "kinds", **{**one, "scan.snapshot-id": "6"})  # read.changelog
+    assert [rows for _, rows in kinds] == [[("-D", 1, None)], [("+I", 3, 33), ("+I", 5, 50)]]
 
 
 def test_batch_change_data_in_spark(spark: SparkSession, history: mt.Table) -> None:
