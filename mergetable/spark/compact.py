@@ -26,7 +26,16 @@ from typing import Any
 from mergetable.compaction.job import BucketPlan, run_plan
 from mergetable.core.errors import MergeTableError
 from mergetable.metadata.models import CommitMessage, Snapshot
-from mergetable.spark import staging
+from mergetable.spark.staging import (
+    leave_marker,
+    remove_staging,
+    sweep_tagged_files,
+    tagged_prefixes,
+    tagged_schema,
+    task_marker,
+    unknown_attempts,
+    wait_for_attempts,
+)
 from mergetable.table import Table, open_table
 
 log = logging.getLogger(__name__)
@@ -88,24 +97,24 @@ def compact(
 def _clean_up(sc: Any, table: Table, job_id: str, group: str, received: set[str], snapshot: Snapshot | None) -> None:
     """Delete what attempts the driver never heard of wrote (see the module docstring), then the markers."""
     fileio = table.fileio
-    if not staging.wait_for_attempts(sc, group, ATTEMPTS_TIMEOUT_S):
+    if not wait_for_attempts(sc, group, ATTEMPTS_TIMEOUT_S):
         log.warning(
             "task attempts of compaction job %s still run after %.0f s; files they write later are left for "
             "remove_orphan_files",
             job_id,
             ATTEMPTS_TIMEOUT_S,
         )
-    if staging.unknown_attempts(fileio, job_id, received):
+    if unknown_attempts(fileio, job_id, received):
         keep: set[str] = set()
         if snapshot is not None:
             entries = [*table.delta_entries(snapshot), *table.changelog_entries(snapshot)]
             keep = {e.file.file_name for e in entries}
         latest = open_table(table.uri, table.fileio.storage_options)
-        prefixes = staging.tagged_prefixes(table.table_schema, job_id)
-        swept = staging.sweep_tagged_files(fileio, prefixes, keep, lambda: {f.file_name for _, _, f in latest.files()})
+        prefixes = tagged_prefixes(table.table_schema, job_id)
+        swept = sweep_tagged_files(fileio, prefixes, keep, lambda: {f.file_name for _, _, f in latest.files()})
         if swept:
             log.info("compaction job %s removed %d files of attempts that lost or failed", job_id, len(swept))
-    staging.remove_staging(fileio, job_id)
+    remove_staging(fileio, job_id)
 
 
 def _compact_bucket(
@@ -113,9 +122,9 @@ def _compact_bucket(
 ) -> tuple[str, str | None]:
     """The Spark task: compact one planned bucket; (its attempt's marker, its commit message as JSON or None)."""
     table = open_table(uri, storage_options)
-    marker = staging.task_marker()
-    staging.leave_marker(table.fileio, job_id, marker)
-    schema = staging.tagged_schema(table.table_schema, job_id)
+    marker = task_marker()
+    leave_marker(table.fileio, job_id, marker)
+    schema = tagged_schema(table.table_schema, job_id)
     message = run_plan(table.fileio, schema, table.merge_function, BucketPlan.from_json(plan_json))
     return marker, None if message.is_empty else message.to_json()
 

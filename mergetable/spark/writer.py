@@ -42,10 +42,17 @@ from mergetable.core.schema import TableSchema
 from mergetable.core.txn import Txn
 from mergetable.merge import validate_merge_options
 from mergetable.metadata.models import CommitMessage
-from mergetable.spark import staging
 from mergetable.spark.errors import concise_errors
 from mergetable.spark.merge_schema import data_schema, evolve_for_write
 from mergetable.spark.options import WriteOptions
+from mergetable.spark.staging import (
+    leave_marker,
+    remove_staging,
+    sweep_tagged_files,
+    tagged_prefixes,
+    tagged_schema,
+    unknown_attempts,
+)
 from mergetable.spark.types import arrow_schema_of, check_write_schema, spark_arrow_schema
 from mergetable.spark.write_modes import SESSION_OVERWRITE_MODE, case_renames, parse_write_mode
 from mergetable.table import Table, create_table, open_table, table_exists
@@ -92,7 +99,7 @@ class WriteJob:
     @property
     def file_prefixes(self) -> tuple[str, str]:
         """Name prefixes of the data and changelog files the job's tasks write."""
-        return staging.tagged_prefixes(self.schema, self.job_id)
+        return tagged_prefixes(self.schema, self.job_id)
 
     def fileio(self) -> FileIO:
         return FileIO(self.uri, self.storage)
@@ -103,7 +110,7 @@ class WriteJob:
 
     def task_table(self) -> Table:
         """The table as the job's tasks write it: files named with the job's prefixes."""
-        return Table(self.fileio(), staging.tagged_schema(self.schema, self.job_id))
+        return Table(self.fileio(), tagged_schema(self.schema, self.job_id))
 
 
 @dataclass
@@ -223,7 +230,7 @@ class MergeTableWriter(DataSourceArrowWriter):
         """Write one task attempt's batches to level-0 files of the job (not visible until commit)."""
         job = self.job
         fileio = job.fileio()
-        staging.leave_marker(fileio, job.job_id, paths.attempt_marker(partition_id, attempt, task_attempt_id))
+        leave_marker(fileio, job.job_id, paths.attempt_marker(partition_id, attempt, task_attempt_id))
         rows = 0
         with job.task_table().writing() as tx:  # the driver commits: the task hands its messages off
             pending: list[pa.RecordBatch] = []
@@ -343,9 +350,9 @@ class MergeTableWriter(DataSourceArrowWriter):
 
     def _clean_staging(self, fileio: FileIO, known_markers: set[str] | None, keep: set[str]) -> None:
         """Sweep the job's files unless every attempt that left a marker is known; then drop the markers."""
-        if known_markers is None or staging.unknown_attempts(fileio, self.job.job_id, known_markers):
+        if known_markers is None or unknown_attempts(fileio, self.job.job_id, known_markers):
             sweep_job_files(fileio, self.job, keep)
-        staging.remove_staging(fileio, self.job.job_id)
+        remove_staging(fileio, self.job.job_id)
 
 
 def choose_attempts(messages: Sequence[WriterCommitMessage | None]) -> tuple[list[TaskCommit], list[TaskCommit]]:
@@ -373,7 +380,7 @@ def sweep_job_files(fileio: FileIO, job: WriteJob, keep: set[str]) -> list[str]:
     def live() -> set[str]:
         return {f.file_name for _, _, f in job.table().files()} if table_exists(job.uri, job.storage) else set()
 
-    return staging.sweep_tagged_files(fileio, job.file_prefixes, keep, live)
+    return sweep_tagged_files(fileio, job.file_prefixes, keep, live)
 
 
 def _remove_if_empty(fileio: FileIO) -> None:
