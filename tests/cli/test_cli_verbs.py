@@ -111,6 +111,11 @@ def test_write_modes_overwrite_error_and_ignore(tmp_path: Path, run: Run, files:
     assert code == EXIT_ERROR and "already exists" in err
     assert as_json(run, "write", uri, files["csv"], "--mode", "ignore")["skipped"] is True
     assert len(mt.open_table(uri).snapshots()) == 2
+    code, _, err = run("write", uri, files["csv"], "--mode", "append", "--option", "bucket=7")
+    assert code == EXIT_ERROR and "option bucket=" in err and "mergetable alter" in err  # as mt.write_table
+    assert as_json(run, "write", uri, files["csv"], "--mode", "overwrite")["files_added"] == 1
+    assert rows_of(uri) == [(3, "y", 30.0), (4, "y", 40.0)]  # every partition, as mt.write_table(mode="overwrite")
+    assert len(mt.open_table(uri).snapshots()) == 3
     other = str(tmp_path / "u")
     ok(run, "write", other, files["parquet"], "--mode", "error", "--primary-key", "id")
     ok(run, "write", other, files["csv"], "--mode", "overwrite")
