@@ -18,7 +18,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "write": (
         "mergetable write orders day1.parquet day2.parquet",
-        "mergetable write orders new.csv --mode overwrite --partition dt=2024-05-01",
+        "mergetable write orders all.parquet --mode overwrite   # replaces every row, as mt.write_table",
+        "mergetable write orders new.csv --mode overwrite --partition dt=2024-05-01   # only this partition",
         "mergetable write orders rows.jsonl --primary-key id --partition-by dt   # creates the table if missing",
     ),
     "delete": (

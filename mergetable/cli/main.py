@@ -24,13 +24,14 @@ from typing import Any
 import pyarrow as pa
 
 import mergetable
-from mergetable.cli import alter, info, lsm, progress, writes
+from mergetable.cli import alter, info, progress, writes
 from mergetable.cli.errors import Parser, UsageError, guarded, report
 from mergetable.cli.help import add_command
 from mergetable.cli.output import Output, timestamp
 from mergetable.cli.rows import add_row_options, non_negative_int, write_rows
 from mergetable.core.read_options import parse_filter_text
 from mergetable.core.storage import key_values, storage_pairs
+from mergetable.interop.describe import TableDescription, describe_table
 from mergetable.metadata.models import FileKind
 from mergetable.table import Table, open_table
 
@@ -170,10 +171,8 @@ def _compact(table: Table, args: argparse.Namespace, out: Output) -> None:
 
 def _describe(table: Table, args: argparse.Namespace, out: Output) -> None:
     latest = table.latest_snapshot()
-    files = table.files()
-    levels = Counter(f.level for _, _, f in files)
-    trees = lsm.bucket_trees(files, table.partition_keys)
-    trigger = table.table_options.num_sorted_run_compaction_trigger
+    picture = describe_table(table, None if latest is None else latest.id)
+    levels = picture.files_per_level()
     data = {
         "uri": table.uri,
         "primary_key": list(table.primary_key),
@@ -181,12 +180,13 @@ def _describe(table: Table, args: argparse.Namespace, out: Output) -> None:
         "fields": [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in table.schema],
         "options": table.options,
         "latest_snapshot": None if latest is None else _snapshot_row(latest),
-        "buckets": len(trees),
-        "files_by_level": {str(k): v for k, v in sorted(levels.items())},
-        "rows_in_files": sum(f.row_count for _, _, f in files),
-        "compaction_trigger": trigger,
-        "lsm": [tree.as_json(trigger) for tree in trees],
+        "buckets": len(picture.buckets),
+        "files_by_level": {str(k): v for k, v in levels.items()},
+        "rows_in_files": picture.records,
+        "compaction_trigger": picture.compaction_trigger,
+        "lsm": _lsm_json(picture),
     }
+    more = 0 < args.buckets < len(picture.buckets)
     lines = [
         f"table        {table.uri}",
         f"primary key  {', '.join(table.primary_key)}",
@@ -196,19 +196,32 @@ def _describe(table: Table, args: argparse.Namespace, out: Output) -> None:
         "options",
         *[f"  {k} = {v}" for k, v in sorted(table.options.items())],
         f"latest       {'-' if latest is None else f'snapshot {latest.id} ({latest.commit_kind.value})'}",
-        f"files        {len(files)} in {data['buckets']} bucket(s); by level: "
-        + (", ".join(f"L{k}: {v}" for k, v in sorted(levels.items())) or "-"),
+        f"files        {picture.files} in {len(picture.buckets)} bucket(s); by level: "
+        + (", ".join(f"L{k}: {v}" for k, v in levels.items()) or "-"),
         "",
         "LSM tree per bucket (bar: bytes per level; every L0 file is a sorted run, each higher level one)",
-        *lsm.draw_trees(trees, trigger, args.buckets, unicode=_unicode(out)),
+        picture.text(args.buckets, getattr(out.stream, "encoding", None), header=False),
+        *(["(--buckets 0 draws all)"] if more else []),
     ]
     out.emit(data, "\n".join(lines))
 
 
-def _unicode(out: Output) -> bool:
-    """Whether the output can carry the block characters of the LSM bars."""
-    encoding = getattr(out.stream, "encoding", None) or ""
-    return encoding.lower().replace("-", "").replace("_", "") == "utf8"
+def _lsm_json(picture: TableDescription) -> list[dict[str, Any]]:
+    """The buckets of ``picture.to_dict()``, also under the names ``describe --json`` gave them first.
+
+    ``sorted_runs`` is ``runs``, ``compaction_due`` whether they reached the compaction trigger (status
+    ``compaction due`` or ``behind``), and each level's ``rows`` is its ``records``.
+    """
+    buckets: list[dict[str, Any]] = picture.to_dict()["buckets"]
+    return [
+        {
+            **b,
+            "sorted_runs": b["runs"],
+            "compaction_due": b["status"] != "ok",
+            "levels": [{**level, "rows": level["records"]} for level in b["levels"]],
+        }
+        for b in buckets
+    ]
 
 
 def _snapshot_row(s: Any) -> dict[str, Any]:

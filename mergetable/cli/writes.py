@@ -7,9 +7,11 @@
     mergetable delete URI (--filter EXPR ... | --all) [--dry-run]
 
 ``write`` reads Parquet, CSV or JSON Lines files (or directories of them) with pyarrow's dataset reader, a batch
-at a time, and commits them as one snapshot. When no table exists at ``URI`` and ``--primary-key`` is given, it
-creates one from the files' schema first, as deltalake's ``write_deltalake`` does; ``--mode error`` refuses an
-existing table and ``--mode ignore`` leaves it untouched. ``TYPE`` is a Paimon type string (``BIGINT``,
+at a time, and commits them as one snapshot through :func:`mergetable.from_data.write_source`, the steps of
+``mt.write_table``: the same modes, checks and errors. When no table exists at ``URI`` and ``--primary-key`` is
+given, it creates one from the first file's schema, as deltalake's ``write_deltalake`` does; ``--mode error``
+refuses an existing table, ``--mode ignore`` leaves it untouched and ``--mode overwrite`` replaces all of its
+rows, or only those of the ``--partition K=V`` given. ``TYPE`` is a Paimon type string (``BIGINT``,
 ``DECIMAL(12, 2)``, ``STRING NOT NULL``); ``EXPR`` is the filter text of ``read --filter`` (``id>=5``).
 """
 
@@ -29,12 +31,12 @@ from mergetable.cli import alter
 from mergetable.cli.errors import UsageError
 from mergetable.cli.help import add_command
 from mergetable.cli.output import Output
-from mergetable.core.errors import OptionsError, SchemaError, TableExistsError, TableNotFoundError
+from mergetable.core.errors import SchemaError
 from mergetable.core.read_options import parse_filter_text
 from mergetable.core.schema import type_json_to_arrow
 from mergetable.core.storage import key_values
-from mergetable.metadata.models import FileKind
-from mergetable.table import Table, create_table, open_table, table_exists
+from mergetable.from_data import write_source
+from mergetable.table import Table, create_table
 
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json"}
 """Input formats by file extension (``--format`` names one for other names and for directories)."""
@@ -62,8 +64,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--mode",
         choices=MODES,
         default="append",
-        help="append (default); overwrite (replace the table, or the partitions in the data per "
-        "dynamic-partition-overwrite, or --partition); error or ignore when the table exists",
+        help="append (default); overwrite (replace every row of the table, or only --partition's); "
+        "error or ignore when the table exists: mt.write_table's modes",
     )
     p.add_argument("--partition", default=None, metavar="K=V[,K=V]", help="with --mode overwrite: only this one")
     p.add_argument("--cast", action="store_true", help="also casts that change values (text to numbers, rounding)")
@@ -115,7 +117,11 @@ def _types(schema: pa.Schema) -> dict[str, pa.DataType]:
 
 
 class InputFiles:
-    """The rows of the input files, a batch at a time, file after file; counts the rows that went by."""
+    """The rows of the input files, a batch at a time, file after file; counts the rows that went by (``count``).
+
+    A :class:`~mergetable.from_data.RowSource`: ``write`` hands it to :func:`~mergetable.from_data.write_source`,
+    the steps of ``mt.write_table``.
+    """
 
     def __init__(self, paths: Sequence[str], fmt: str | None) -> None:
         self.paths = list(paths)
@@ -123,17 +129,17 @@ class InputFiles:
         for path in self.paths:
             if not Path(path).exists():
                 raise UsageError(f"{path}: no such file or directory")
-        self.rows = 0
+        self.count = 0
 
     def schema(self) -> pa.Schema:
         """The schema of the first file (what a table created from the files gets)."""
         return input_dataset(self.paths[0], self.formats[0]).schema
 
-    def batches(self, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-        """Every file's batches, text formats parsed with the table's ``schema`` types."""
+    def rows(self, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        """Every file's batches, one at a time, text formats parsed with the table's ``schema`` types."""
         for path, fmt in zip(self.paths, self.formats, strict=True):
             for batch in input_dataset(path, fmt, schema).to_batches():
-                self.rows += batch.num_rows
+                self.count += batch.num_rows
                 yield batch
 
 
@@ -179,44 +185,32 @@ def _write(uri: str, storage: dict[str, Any] | None, args: argparse.Namespace, o
     if args.partition and args.mode != "overwrite":
         raise UsageError("--partition only goes with --mode overwrite")
     data = InputFiles(args.files, args.format)
-    exists = table_exists(uri, storage)
-    if exists and args.mode == "error":
-        raise TableExistsError(f"a table already exists at {uri} (--mode error)")
-    if exists and args.mode == "ignore":
+    done = write_source(
+        uri,
+        data,
+        primary_key=_names(args.primary_key) or None,
+        partition_by=_names(args.partition_by) or None,
+        mode=args.mode,
+        partition=key_values([args.partition], "partition") if args.partition else None,
+        options=key_values(args.option, "option") or None,
+        storage_options=storage,
+        cast=args.cast,
+        flags=True,
+    )
+    if done.result is None:
         out.emit({"snapshot": None, "rows": 0, "created": False, "skipped": True}, f"{uri} exists: nothing written")
         return
-    if exists:
-        table = open_table(uri, storage)
-        _check_layout(table, args)
-    else:
-        if not args.primary_key:
-            raise TableNotFoundError(f"no mergetable table at {uri}; give --primary-key to create it from the files")
-        table = _create_table(uri, storage, data.schema(), args)
-    overwrite: bool | dict[str, Any] = args.mode == "overwrite"
-    if args.partition:
-        overwrite = key_values([args.partition], "partition")
-    snap = table.write(data.batches(table.schema), overwrite=overwrite, cast=args.cast)
-    added = 0 if snap is None else sum(1 for e in table.delta_entries(snap) if e.kind is FileKind.ADD)
+    snapshot = done.result.snapshot_id
     result = {
-        "snapshot": None if snap is None else snap.id,
-        "rows": data.rows,
-        "files_added": added,
-        "created": not exists,
+        "snapshot": snapshot,
+        "rows": data.count,
+        "files_added": done.result.num_added_files,
+        "created": done.created,
         "mode": args.mode,
     }
-    made = "created the table and " if not exists else ""
-    where = f"snapshot {snap.id}" if snap is not None else "no snapshot (no rows)"
-    out.emit(result, f"{made}wrote {data.rows} row(s) from {len(args.files)} file(s) into {where}")
-
-
-def _check_layout(table: Table, args: argparse.Namespace) -> None:
-    """A key or partitioning given to ``write`` must be the existing table's."""
-    for option, given, actual in (
-        ("--primary-key", _names(args.primary_key), list(table.primary_key)),
-        ("--partition-by", _names(args.partition_by), list(table.partition_keys)),
-    ):
-        if given and given != actual:
-            raise OptionsError(option.lstrip("-"), f"the table at {table.uri} has {actual}, not {given}")
+    made = "created the table and " if done.created else ""
+    where = f"snapshot {snapshot}" if snapshot is not None else "no snapshot (no rows)"
+    out.emit(result, f"{made}wrote {data.count} row(s) from {len(args.files)} file(s) into {where}")
 
 
 def _delete(table: Table, args: argparse.Namespace, out: Output) -> None:
@@ -225,7 +219,7 @@ def _delete(table: Table, args: argparse.Namespace, out: Output) -> None:
         n = table.count(filters)
         out.emit({"dry_run": True, "rows": n}, f"would delete {n} row(s)")
         return
-    snap = table.delete(filters)
-    rows = 0 if snap is None else snap.delta_record_count or 0  # one -D record per deleted row
-    data = {"dry_run": False, "snapshot": None if snap is None else snap.id, "rows": rows}
-    out.emit(data, f"deleted {rows} row(s) in snapshot {snap.id}" if snap is not None else "no row matched")
+    done = table.delete(filters)
+    rows = done.num_deleted_rows if done else 0
+    data = {"dry_run": False, "snapshot": done.snapshot_id, "rows": rows}
+    out.emit(data, f"deleted {rows} row(s) in snapshot {done.snapshot_id}" if done else "no row matched")

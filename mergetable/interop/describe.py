@@ -2,9 +2,11 @@
 
 :func:`describe_table` reads the file metadata of one snapshot (no data file) and returns a
 :class:`TableDescription`: ``str()`` of it is a text picture for a terminal (one bar per level, scaled by
-bytes), ``_repr_html_()`` the same as HTML with SVG bars for a notebook, ``to_dict()`` plain data. A bucket
-whose sorted runs reach ``num-sorted-run.compaction-trigger`` is marked *compaction due*, one above
-``num-sorted-run.stop-trigger`` *behind* (a writer then waits for its compaction): that is when to compact.
+bytes; :meth:`TableDescription.text` draws fewer buckets, or ``#`` bars where the output has no block
+characters: ``mergetable describe`` prints it), ``_repr_html_()`` the same as HTML with SVG bars for a
+notebook, ``to_dict()`` plain data. A bucket whose sorted runs reach ``num-sorted-run.compaction-trigger`` is
+marked *compaction due*, one above ``num-sorted-run.stop-trigger`` *behind* (a writer then waits for its
+compaction): that is when to compact.
 
 Example:
     >>> import tempfile, pyarrow as pa, mergetable as mt
@@ -30,6 +32,8 @@ from mergetable.metadata.models import DataFileMeta, Snapshot
 
 BAR_WIDTH = 32
 """Characters (text) or units of 6 pixels (SVG) of the widest bar: the biggest level of the table."""
+BLOCK = "█"
+"""The character of the text bars where the output can write it (:func:`bar_mark`)."""
 
 
 class DescribedTable(Protocol):
@@ -128,20 +132,45 @@ class TableDescription:
             f"(bucket option {self.bucket_option})",
         ]
 
-    def __str__(self) -> str:
-        widest = self._widest()
-        lines = self._header()
-        for b in self.buckets:
+    def text(self, limit: int = 0, encoding: str | None = None, header: bool = True) -> str:
+        """The picture as text: ``str()`` of the description is ``text()``.
+
+        Args:
+            limit: Draw at most this many buckets (0: all); a last line counts the ones left out.
+            encoding: The encoding of where the text goes: bars are ``#`` where it has no block character.
+            header: Start with the two lines about the whole table (its location, size, key and partitioning).
+
+        Example:
+            >>> import tempfile, pyarrow as pa, mergetable as mt
+            >>> schema = pa.schema([("id", pa.int64())])
+            >>> t = mt.create_table(tempfile.mkdtemp(), schema, ["id"], options={"bucket": "2"})
+            >>> _ = t.write({"id": list(range(100))})
+            >>> print(describe_table(t).text(limit=1, encoding="ascii", header=False))  # doctest: +ELLIPSIS
+            bucket 0: 1 sorted run (compaction at 5)
+              L0  ################################ ...  1 file(s) (a run each), ... records
+            ... and 1 more bucket(s)
+        """
+        widest, mark = self._widest(), bar_mark(encoding)
+        lines = self._header() if header else []
+        if not self.buckets:
+            lines.append("(no data files)")
+        shown = self.buckets if limit <= 0 else self.buckets[:limit]
+        for b in shown:
             note = "" if b.status == "ok" else f" <- {b.status}"
-            lines.append(f"{b.label}: {b.runs} sorted runs (compaction at {self.compaction_trigger}){note}")
+            lines.append(f"{b.label}: {_runs(b.runs)} (compaction at {self.compaction_trigger}){note}")
             for lv in b.levels:
-                bar = "█" * _bar(lv.bytes, widest, BAR_WIDTH)
-                runs = " (a run each)" if lv.level == 0 else ""
+                bar = mark * _bar(lv.bytes, widest, BAR_WIDTH)
+                each = " (a run each)" if lv.level == 0 else ""
                 lines.append(
-                    f"  L{lv.level:<2} {bar:<{BAR_WIDTH}} {human_bytes(lv.bytes):>9}  {lv.files} file(s){runs}, "
+                    f"  L{lv.level:<2} {bar:<{BAR_WIDTH}} {human_bytes(lv.bytes):>9}  {lv.files} file(s){each}, "
                     f"{lv.records:,} records"
                 )
+        if len(shown) < len(self.buckets):
+            lines.append(f"... and {len(self.buckets) - len(shown)} more bucket(s)")
         return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.text()
 
     def __repr__(self) -> str:
         return f"TableDescription({self.uri!r}, snapshot_id={self.snapshot_id}, buckets={len(self.buckets)})"
@@ -164,7 +193,7 @@ class TableDescription:
                     f"<td>{lv.runs}</td><td>{lv.records:,}</td></tr>"
                 )
             rows.append(
-                f'<tr><th colspan="6" style="text-align:left">{html.escape(b.label)}: {b.runs} sorted runs '
+                f'<tr><th colspan="6" style="text-align:left">{html.escape(b.label)}: {_runs(b.runs)} '
                 f"(compaction at {self.compaction_trigger}) <span>{html.escape(b.status)}</span></th></tr>"
                 + "".join(cells)
             )
@@ -255,11 +284,30 @@ def human_bytes(n: int) -> str:
     raise AssertionError("unreachable")
 
 
+def bar_mark(encoding: str | None) -> str:
+    """The character of the text bars: a full block, or ``#`` where ``encoding`` cannot write one.
+
+    >>> bar_mark("utf-8"), bar_mark("ascii"), bar_mark(None)
+    ('█', '#', '█')
+    """
+    if encoding is None:
+        return BLOCK
+    try:
+        BLOCK.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return "#"
+    return BLOCK
+
+
 def _bar(value: int, widest: int, width: int) -> int:
     """The length of a bar for ``value`` when ``widest`` gets ``width``; at least 1 for a non-empty level."""
     if widest <= 0 or value <= 0:
         return 0
     return max(1, round(value * width / widest))
+
+
+def _runs(n: int) -> str:
+    return f"{n} sorted run{'' if n == 1 else 's'}"
 
 
 def _sortable(partition: tuple[str | None, ...]) -> tuple[tuple[bool, str], ...]:
@@ -271,6 +319,7 @@ __all__ = [
     "DescribedTable",
     "LevelDescription",
     "TableDescription",
+    "bar_mark",
     "describe_table",
     "human_bytes",
 ]

@@ -111,6 +111,11 @@ def test_write_modes_overwrite_error_and_ignore(tmp_path: Path, run: Run, files:
     assert code == EXIT_ERROR and "already exists" in err
     assert as_json(run, "write", uri, files["csv"], "--mode", "ignore")["skipped"] is True
     assert len(mt.open_table(uri).snapshots()) == 2
+    code, _, err = run("write", uri, files["csv"], "--mode", "append", "--option", "bucket=7")
+    assert code == EXIT_ERROR and "option bucket=" in err and "mergetable alter" in err  # as mt.write_table
+    assert as_json(run, "write", uri, files["csv"], "--mode", "overwrite")["files_added"] == 1
+    assert rows_of(uri) == [(3, "y", 30.0), (4, "y", 40.0)]  # every partition, as mt.write_table(mode="overwrite")
+    assert len(mt.open_table(uri).snapshots()) == 3
     other = str(tmp_path / "u")
     ok(run, "write", other, files["parquet"], "--mode", "error", "--primary-key", "id")
     ok(run, "write", other, files["csv"], "--mode", "overwrite")
@@ -225,16 +230,16 @@ def test_describe_draws_each_buckets_lsm_tree(tmp_path: Path, run: Run) -> None:
     assert sum(level["runs"] for tree in info["lsm"] for level in tree["levels"] if level["level"] == 0) == 3
     text = ok(run, "describe", uri)
     picture = text[text.index("LSM tree per bucket") :].splitlines()[1:]
-    assert picture[0].startswith("bucket 0  ") and any(line.startswith("bucket 1  ") for line in picture)
+    assert picture[0].startswith("bucket 0: ") and any(line.startswith("bucket 1: ") for line in picture)
     bars: dict[str, list[str]] = {}
     for line in picture:
         if line.startswith("  L"):
-            bars.setdefault(line.split()[0], []).append(line.rsplit("  ", 1)[1])
+            bars.setdefault(line.split()[0], []).append(line.split()[1])
     assert {c for bar in bars[f"L{top}"] + bars["L0"] for c in bar} == {"█"}
     assert min(map(len, bars[f"L{top}"])) > max(map(len, bars["L0"])) >= 1
-    assert ("compaction due (trigger 3)" in text) == any(tree["compaction_due"] for tree in info["lsm"])
+    assert ("(compaction at 3) <- compaction due" in text) == any(tree["compaction_due"] for tree in info["lsm"])
     one = ok(run, "describe", uri, "--buckets", "1")
-    assert "... and 1 more bucket(s) (--buckets 0 draws all)" in one and "bucket 1  " not in one
+    assert "... and 1 more bucket(s)\n(--buckets 0 draws all)" in one and "bucket 1: " not in one
 
 
 def test_a_new_user_journey_in_a_real_process(tmp_path: Path, files: dict[str, str]) -> None:
@@ -254,4 +259,10 @@ def test_a_new_user_journey_in_a_real_process(tmp_path: Path, files: dict[str, s
     assert json.loads(cli("count", uri, "--json")) == {"count": 4}
     assert [h["operation"] for h in json.loads(cli("history", uri, "--json"))] == ["DELETE", "APPEND", "APPEND"]
     text = cli("describe", uri)
-    assert "dt=x  bucket 0  1 sorted run (compaction at 5)" in text and "dt=y  bucket 0  2 sorted runs" in text
+    assert "dt=x / bucket 0: 1 sorted run (compaction at 5)" in text and "dt=y / bucket 0: 2 sorted runs" in text
+    ascii_env = {**env, "PYTHONIOENCODING": "ascii"}  # an output without block characters: '#' bars
+    done = subprocess.run([sys.executable, "-m", "mergetable.cli.main", "describe", uri], capture_output=True,
+                          text=True, env=ascii_env, cwd=tmp_path, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    bars = [line.split()[1] for line in done.stdout.splitlines() if line.startswith("  L")]
+    assert bars and all(set(bar) == {"#"} for bar in bars)

@@ -62,7 +62,7 @@ def test_describe_counts_runs_levels_and_marks_due_buckets(tmp_path: Path) -> No
     assert d.files == 6 and d.records == 1002 and d.files_per_level() == {0: 5, 5: 1}
     assert d.bytes == sum(f.file_size for _, _, f in t.files())
     text = str(d).splitlines()
-    assert text[2] == "dt=a / bucket 0: 1 sorted runs (compaction at 5)"
+    assert text[2] == "dt=a / bucket 0: 1 sorted run (compaction at 5)"
     assert text[4] == "dt=b / bucket 0: 5 sorted runs (compaction at 5) <- compaction due"
     assert text[5].startswith("  L0  " + "█" * 32) and "5 file(s)" in text[5]
     assert d.to_dict()["buckets"][1]["levels"][0] == {
@@ -97,3 +97,16 @@ def test_describe_empty_table(tmp_path: Path) -> None:
     parser = Cells()
     parser.feed(d._repr_html_())
     assert parser.rows == [["level", "size", "bytes", "files", "runs", "records"]]
+
+
+def test_describe_text_draws_fewer_buckets_and_ascii_bars(tmp_path: Path) -> None:
+    d = _table(tmp_path).describe()
+    full = d.text(encoding="utf-8").splitlines()
+    assert full == str(d).splitlines() and any("█" in line for line in full)
+    ascii_lines = d.text(encoding="ascii").splitlines()
+    assert [line.replace("#", "█") for line in ascii_lines] == full and "".join(ascii_lines).isascii()
+    one = d.text(limit=1, header=False).splitlines()
+    assert one[0] == "dt=a / bucket 0: 1 sorted run (compaction at 5)" and not any("dt=b" in line for line in one)
+    assert one[-1] == "... and 1 more bucket(s)" and one[1:-1] == full[3:4]
+    empty = mt.create_table(str(tmp_path / "e"), SCHEMA, ["id"]).describe()
+    assert empty.text(header=False) == "(no data files)"

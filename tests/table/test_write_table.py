@@ -82,6 +82,16 @@ def test_overwrite_replaces_every_partition(tmp_path: Path) -> None:
     assert result.num_removed_files == 1 and removed == 2 and t.read().to_pydict()["id"] == [6]
 
 
+def test_an_overwrite_of_one_partition(tmp_path: Path) -> None:
+    uri = str(tmp_path / "p")
+    t = mt.write_table(uri, ROWS, primary_key=["id", "dt"], partition_by=["dt"])
+    mt.write_table(uri, {"id": [8], "dt": ["b"], "v": [8.0]}, mode="overwrite", partition={"dt": "b"})
+    assert t.read().sort_by("id").to_pydict() == {"id": [1, 2, 8], "dt": ["a", "a", "b"], "v": [1.5, 2.5, 8.0]}
+    with pytest.raises(ArgumentError, match=r"argument 'partition': only goes with mode='overwrite'"):
+        mt.write_table(uri, {"id": [9], "dt": ["b"], "v": [9.0]}, mode="append", partition={"dt": "b"})
+    assert t.version == 2
+
+
 def test_errors_name_what_is_wrong(tmp_path: Path) -> None:
     uri = str(tmp_path / "t")
     with pytest.raises(ArgumentError, match=r"primary_key.*required"):
