@@ -43,6 +43,7 @@ SCRIPTS = [
     "bench_spark.py",
     "bench_streaming.py",
     "bench_cli.py",
+    "bench_deletion_vectors.py",
 ]
 PEER_PYTHON = ROOT / ".venv-peers" / "bin" / "python"
 SYSTEMS = ("pyarrow", "mergetable", "deltalake", "pypaimon")

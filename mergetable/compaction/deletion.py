@@ -29,14 +29,14 @@ from mergetable.compaction.changelog import ChangelogDiff
 from mergetable.compaction.lsm import CompactUnit, Levels, pick_full_compaction
 from mergetable.core.buckets import Partition
 from mergetable.core.deletion_vectors import DeletionFile, Vector, kept_mask
-from mergetable.core.options import ChangelogProducer
+from mergetable.core.options import ChangelogProducer, MergeEngine
 from mergetable.core.rowkind import is_retract
 from mergetable.core.schema import VALUE_KIND
 from mergetable.metadata.models import DataFileMeta, FileSource, IndexFileMeta
 from mergetable.read.deletion import read_masked
 from mergetable.read.lookup import key_set, only_keys
 from mergetable.read.reader import SplitReader
-from mergetable.read.scan import Split
+from mergetable.read.scan import Split, interval_partition
 from mergetable.write.files import write_kv_files
 from mergetable.write.rolling import RollingKvWriter
 
@@ -44,6 +44,15 @@ if TYPE_CHECKING:
     from mergetable.compaction.compaction import BucketCompactor, CompactResult
 
 _POS = "__mt_pos"
+
+
+def _keys(tables: Sequence[pa.Table], keys: Sequence[str]) -> pa.Table:
+    """The keys of some key-value tables as a table of the key columns (a single integer key: as they come,
+    repeated ones included; the lookup finds each stored row once anyway)."""
+    parts = [t.column(keys[0]) for t in tables if t.num_rows]
+    if len(keys) == 1 and parts and pa.types.is_integer(parts[0].type):
+        return pa.table({keys[0]: pa.chunked_array([c for p in parts for c in p.chunks], parts[0].type)})
+    return key_set(tables, keys)
 
 
 def deletion_files(index_files: Sequence[IndexFileMeta]) -> dict[str, DeletionFile]:
@@ -107,37 +116,28 @@ class VectorCompaction:
 
     def run(self, result: CompactResult) -> None:
         """Fill ``result`` (files before and after, changelog, index files before and after)."""
-        owner, unit, reader, split = self.owner, self.unit, self.reader, self.split
-        inputs = {f.file_name: read_masked(reader, split, f, None) for f in unit.files}
+        owner, unit = self.owner, self.unit
+        upgrade = self._upgradable()
+        vectors = self.indexes.vectors(self.deletion)
+        inputs = {f.file_name: self._input(f, vectors.get(f.file_name)) for f in unit.files}
         level0 = [f for f in unit.files if f.level == 0]
         names = set(inputs)
         outside = [f for f in self.levels.all_files() if f.level > 0 and f.file_name not in names]
-        vectors = self.indexes.vectors(self.deletion)
         marks: dict[str, np.ndarray] = {}
         looked: list[tuple[DataFileMeta, pa.Table]] = []
-        keys = key_set([inputs[f.file_name] for f in level0], owner.keys) if level0 else None
+        keys = _keys([inputs[f.file_name] for f in level0], owner.keys) if level0 else None
         if keys is not None and keys.num_rows and outside:
             for f in outside:
-                rows = self._live_rows(f, vectors.get(f.file_name), keys)
-                if rows.num_rows:
-                    marks[f.file_name] = np.asarray(rows.column(_POS).to_numpy(), dtype=np.int64)
-                    looked.append((f, rows.drop_columns([_POS])))
-        tables = {**inputs, **{f.file_name: t for f, t in looked}}
-        files = [*unit.files, *(f for f, _ in looked)]
-        merged = reader.merge_files([[f] for f in files], lambda f, _: tables[f.file_name])
-        if keys is not None and owner.producer is ChangelogProducer.LOOKUP and unit.output_level > 0:
-            self._changelog(result, keys, [f for f in files if f.level > 0], tables, merged)
-        if merged.num_rows:
-            retract = is_retract(np.asarray(merged.column(VALUE_KIND).to_numpy()))
-            if retract.any():
-                merged = merged.filter(pa.array(~retract))
+                positions = self._live_positions(f, vectors.get(f.file_name), keys)
+                if len(positions):
+                    marks[f.file_name] = positions
+                    if not upgrade:
+                        looked.append((f, self._decoded(f).take(pa.array(positions))))
         result.before.extend(unit.files)
-        if merged.num_rows:
-            with RollingKvWriter(
-                owner.fileio, owner.schema, self.partition, self.bucket, unit.output_level, FileSource.COMPACT
-            ) as writer:
-                writer.write(merged)
-                result.after.extend(writer.close())
+        if upgrade:  # deduplicate: the level-0 rows replace the marked ones as they are
+            result.after.extend(f.upgrade(unit.output_level) for f in unit.files)
+        else:
+            self._merge(result, inputs, looked, keys)
         removed = names & set(vectors)
         if not marks and not removed:
             return
@@ -153,14 +153,73 @@ class VectorCompaction:
         result.index_before.extend(self.index_files)
         result.index_after.extend(self.indexes.write_vectors(after, bitmap64, target))
 
-    def _live_rows(self, f: DataFileMeta, vector: Vector | None, keys: pa.Table) -> pa.Table:
-        """The rows of ``keys`` that ``f`` holds and its vector does not mark, with their positions."""
+    def _input(self, f: DataFileMeta, vector: Vector | None) -> pa.Table:
+        """The rows of a unit file its vector does not mark (files above level 0 through the lookup cache)."""
+        if f.level == 0:
+            return read_masked(self.reader, self.split, f, None)
         table = self._decoded(f)
-        table = table.append_column(_POS, pa.array(np.arange(table.num_rows, dtype=np.int64)))
         mask = kept_mask(vector, 0, table.num_rows)
-        if mask is not None:
-            table = table.filter(pa.array(mask))
-        return only_keys(table, keys)
+        return table if mask is None else table.filter(pa.array(mask))
+
+    def _upgradable(self) -> bool:
+        """Whether the unit's files move up as they are: level-0 files only, with disjoint key ranges, without
+        retracts or partial writes, of a ``deduplicate`` table without ``sequence.field`` and without the lookup
+        producer (the newest record of a key is its value, so nothing older needs merging in)."""
+        owner, files = self.owner, self.unit.files
+        opts = owner.options
+        if opts.merge_engine is not MergeEngine.DEDUPLICATE or opts.sequence_field or opts.ignore_delete:
+            return False
+        if owner.producer is ChangelogProducer.LOOKUP or self.unit.output_level == 0:
+            return False
+        if any(f.level != 0 or f.delete_row_count != 0 or f.write_cols is not None for f in files):
+            return False
+        return all(len(section) == 1 for section in interval_partition(list(files), owner.comparator))
+
+    def _merge(
+        self,
+        result: CompactResult,
+        inputs: dict[str, pa.Table],
+        looked: list[tuple[DataFileMeta, pa.Table]],
+        keys: pa.Table | None,
+    ) -> None:
+        """Merge the unit's rows with the looked-up older rows and write them at the output level."""
+        owner, unit, reader = self.owner, self.unit, self.reader
+        tables = {**inputs, **{f.file_name: t for f, t in looked}}
+        files = [*unit.files, *(f for f, _ in looked)]
+        merged = reader.merge_files([[f] for f in files], lambda f, _: tables[f.file_name])
+        if keys is not None and owner.producer is ChangelogProducer.LOOKUP and unit.output_level > 0:
+            self._changelog(result, keys, [f for f in files if f.level > 0], tables, merged)
+        if merged.num_rows:
+            retract = is_retract(np.asarray(merged.column(VALUE_KIND).to_numpy()))
+            if retract.any():
+                merged = merged.filter(pa.array(~retract))
+        if merged.num_rows:
+            with RollingKvWriter(
+                owner.fileio, owner.schema, self.partition, self.bucket, unit.output_level, FileSource.COMPACT
+            ) as writer:
+                writer.write(merged)
+                result.after.extend(writer.close())
+
+    def _live_positions(self, f: DataFileMeta, vector: Vector | None, keys: pa.Table) -> np.ndarray:
+        """The positions in ``f`` of the rows of ``keys`` that its vector does not mark (a file above level 0
+        holds a key at most once, in key order: a single integer key is found by binary search)."""
+        table = self._decoded(f)
+        names = keys.column_names
+        key_type = table.schema.field(names[0]).type
+        if len(names) == 1 and pa.types.is_integer(key_type) and table.num_rows:
+            stored = np.asarray(table.column(names[0]).to_numpy())
+            wanted = np.asarray(keys.column(0).to_numpy())
+            at = np.searchsorted(stored, wanted)
+            inside = at < len(stored)
+            at = at[inside]
+            positions = np.unique(at[stored[at] == wanted[inside]]).astype(np.int64)
+        else:
+            probe = table.select(names).append_column(_POS, pa.array(np.arange(table.num_rows, dtype=np.int64)))
+            positions = np.sort(np.asarray(only_keys(probe, keys).column(_POS).to_numpy(), dtype=np.int64))
+        if vector is not None and len(vector) and len(positions):
+            marked = np.asarray(vector.to_array(), dtype=np.int64)
+            positions = positions[~np.isin(positions, marked, assume_unique=True)]
+        return positions
 
     def _decoded(self, f: DataFileMeta) -> pa.Table:
         """Every row of ``f`` in file order (so a row's index is its position), shared through the lookup cache."""
