@@ -6,9 +6,11 @@ with ``deletion-vectors.enabled`` and into the same table without.
 * read: ``Table.read()`` of the deletion-vector table vs a raw pyarrow scan of the same live rows written as
   plain Parquet (goal <= 1.15x); the merge-on-read table's read is printed for comparison;
 * count: ``Table.count()`` of the deletion-vector table (row counts minus cardinalities) vs the raw scan;
-* ingest: the 6 commits with deletion vectors (each compacting its level 0 with lookup) vs without (goal <= 1.5x).
+* ingest: the 6 commits with deletion vectors (each compacting its level 0 with lookup) vs without (goal <= 1.5x);
+* Spark (``--spark``, on in ``make bench``): ``mergetable.spark.read`` of the table vs ``spark.read.parquet`` of the
+  live rows (goal <= 1.2x), its ``count()`` (goal <= 1.5x), and no Python data source scan in its plan.
 
-Run: ``python benchmarks/bench_deletion_vectors.py [--rows 1000000]``.
+Run: ``python benchmarks/bench_deletion_vectors.py [--rows 1000000] [--spark]``.
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--upserts", type=int, default=5)
+    ap.add_argument("--spark", action="store_true", help="also measure mergetable.spark.read")
     args = ap.parse_args(argv)
     data = batches(args.rows, args.upserts)
     work = Path(tempfile.mkdtemp(prefix="mt-bench-dv-"))
@@ -109,9 +112,34 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         report(f"merge-on-read read vs raw pyarrow, for comparison ({cores} cores)", mor_read / raw, 1e9)
         report("deletion-vector count() vs raw pyarrow scan", dv_count / raw, 0.1)
         report("ingest with deletion vectors vs without", dv_s / mor_s, 1.5)
+        if args.spark:
+            spark_goals(dv, str(raw_path))
         return {"dv_read": dv_read, "mor_read": mor_read, "raw": raw, "dv_ingest": dv_s, "mor_ingest": mor_s}
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def spark_goals(t: mt.Table, raw_path: str) -> None:
+    """``mergetable.spark.read`` of ``t`` against ``spark.read.parquet`` of the same live rows."""
+    from bench_spark import best_pair, full_scan, session
+
+    import mergetable.spark as mts
+
+    spark = session()
+    try:
+        ours = mts.read(spark, t.uri)
+        native = spark.read.parquet(raw_path)
+        assert full_scan(ours) == full_scan(native), "mergetable.spark.read and spark.read.parquet disagree"
+        plan = ours._jdf.queryExecution().executedPlan().toString()
+        report("mergetable.spark.read plan has a Python scan (0 = none)", float("Python" in plan), 0, unit="")
+        native_s, ours_s = best_pair(lambda: full_scan(native), lambda: full_scan(ours))
+        print(f"spark read: spark.read.parquet {native_s:.2f} s, mergetable.spark.read {ours_s:.2f} s")
+        report("mergetable.spark.read vs spark.read.parquet (deletion vectors)", ours_s / native_s, 1.2)
+        native_c, ours_c = best_pair(native.count, ours.count)
+        print(f"spark count: spark.read.parquet {native_c:.2f} s, mergetable.spark.read {ours_c:.2f} s")
+        report("mergetable.spark.read count() vs spark.read.parquet (deletion vectors)", ours_c / native_c, 1.5)
+    finally:
+        spark.stop()
 
 
 if __name__ == "__main__":

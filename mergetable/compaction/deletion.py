@@ -1,9 +1,13 @@
 """Compacting one bucket of a deletion-vector table (merge-on-write), as Paimon's lookup compaction does.
 
 Picking. Level 0 is always pushed up (Paimon's ``lookup-compact`` = radical): the universal strategy's unit,
-else every level-0 run extended by size ratio. With nothing else to do, the files whose vector covers more
-than ``compaction.delete-ratio-threshold`` of their rows are rewritten in place; a full compaction that finds
-the bucket already one top-level run rewrites the files that have a vector.
+else every level-0 run on its own to the level below the next run. Unlike Paimon's forced pick, the level-0
+runs are not extended by size ratio: reads of a deletion-vector table merge no runs, so the upper runs are
+merged only when the universal strategy's own triggers (size amplification, size ratio and run count over
+``num-sorted-run.compaction-trigger``) ask, as in a merge-on-read table, and a commit does not rewrite the
+levels above at every other write. With nothing else to do, the files whose vector covers more than
+``compaction.delete-ratio-threshold`` of their rows are rewritten in place; a full compaction that finds the
+bucket already one top-level run rewrites the files that have a vector.
 
 Running. The unit's files are read without the rows their vectors mark and merged with the merge engine.
 The keys of its level-0 files are looked up in the files above level 0 that the unit leaves alone: each live
@@ -76,9 +80,12 @@ def pick_with_vectors(
             marked = tuple(f for f in levels.all_files() if f.file_name in vectors)
             unit = CompactUnit(levels.max_level, marked) if marked else None
         return unit
-    unit = owner.strategy.pick(n, runs) or owner.strategy.force_pick_level0(n, runs)
+    unit = owner.strategy.pick(n, runs)
     if unit is not None:
         return unit
+    level0 = sum(1 for r in runs if r.level == 0)
+    if level0:  # level 0 alone: reads merge no runs here, so nothing above is rewritten before the triggers
+        return owner.strategy.create_unit(runs, n - 1, level0)
     ratio = owner.options.compaction_delete_ratio_threshold
     heavy = [
         f
@@ -87,7 +94,10 @@ def pick_with_vectors(
     ]
     if not heavy:
         return None
-    level = heavy[0].level
+    marked: dict[int, int] = {}
+    for f in heavy:
+        marked[f.level] = marked.get(f.level, 0) + (vectors[f.file_name].cardinality or 0)
+    level = max(marked, key=lambda lv: (marked[lv], lv))  # the level with most marked rows first
     return CompactUnit(level, tuple(f for f in heavy if f.level == level))
 
 
