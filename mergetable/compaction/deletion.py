@@ -94,10 +94,10 @@ def pick_with_vectors(
     ]
     if not heavy:
         return None
-    marked: dict[int, int] = {}
+    per_level: dict[int, int] = {}
     for f in heavy:
-        marked[f.level] = marked.get(f.level, 0) + (vectors[f.file_name].cardinality or 0)
-    level = max(marked, key=lambda lv: (marked[lv], lv))  # the level with most marked rows first
+        per_level[f.level] = per_level.get(f.level, 0) + (vectors[f.file_name].cardinality or 0)
+    level = max(per_level, key=lambda lv: (per_level[lv], lv))  # the level with most marked rows first
     return CompactUnit(level, tuple(f for f in heavy if f.level == level))
 
 
