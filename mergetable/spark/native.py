@@ -112,7 +112,7 @@ def native_read(spark: SparkSession, uri: str, options: Mapping[str, str]) -> Da
     stored = spark_schema(table.schema, [c for c in table.schema.names if c in needed])
     rows = _parquet(spark, T.StructType([T.StructField(f.name, f.dataType, True) for f in stored]), raw)
     if marked is not None:
-        rows = without_marked(spark, with_positions(rows), marked)
+        rows = without_marked(spark, with_positions(rows, marked), marked)
     if dnf:
         rows = rows.where(spark_filter(dnf, stored))
     if columns != stored.fieldNames():

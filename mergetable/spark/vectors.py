@@ -3,14 +3,15 @@
 A file above level 0 of a deletion-vector table is read on its own, minus the rows its vector marks
 (:mod:`mergetable.read.deletion`). :func:`mergetable.spark.native.native_read` reads such files with
 ``spark.read.parquet`` too; :func:`without_marked` then drops the marked rows with a broadcast anti-join of
-``_metadata.file_name`` and ``_metadata.row_index`` (the row's position in its file, which Spark's Parquet
-reader computes whatever row groups a filter skips) against the vectors' positions, so no row crosses into
-Python.
+``_metadata.file_name`` (as a file number) and ``_metadata.row_index`` (the row's position in its file, which
+Spark's Parquet reader computes whatever row groups a filter skips), packed into one 64-bit key, against the
+vectors' positions, so no row crosses into Python.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -21,19 +22,21 @@ from mergetable.commit.index_manifest import IndexManifestIO
 from mergetable.read.scan import Split
 from mergetable.table import Table
 
-_FILE, _ROW = "__mt_file", "__mt_row"
+_KEY = "__mt_marked"
+_ROW_BITS = 40
+"""Bits of a marked row's key that hold its position (a file holds fewer than 2^40 rows)."""
 BROADCAST_ROWS = 4_000_000
 """The most marked positions sent to every task with the join (more: Spark plans the anti-join itself)."""
 
 
-def vector_files(table: Table, splits: Sequence[Split]) -> tuple[list[str], pa.Table] | None:
+def vector_files(table: Table, splits: Sequence[Split]) -> tuple[list[str], Marked] | None:
     """The paths of the files of ``splits`` that are read on their own with a vector, and the positions those
-    vectors mark (``__mt_file``: file name, ``__mt_row``: position); None when a section of ``splits`` needs
-    more than that (a merge-on-read bucket, a file of an older schema, a partial write)."""
+    vectors mark; None when a section of ``splits`` needs more than that (a merge-on-read bucket, a file of an
+    older schema, a partial write)."""
     schema_id = table.table_schema.id
     paths: list[str] = []
-    names: list[np.ndarray] = []
-    rows: list[np.ndarray] = []
+    ids: dict[str, int] = {}
+    keys: list[np.ndarray] = []
     indexes = IndexManifestIO(table.fileio)
     for split in splits:
         if not split.deletion_files:
@@ -48,31 +51,37 @@ def vector_files(table: Table, splits: Sequence[Split]) -> tuple[list[str], pa.T
                 paths.append(table.path_factory.data_file(split.partition, split.bucket, f.file_name))
                 vector = vectors.get(f.file_name)
                 if vector is not None and len(vector):
-                    positions = np.asarray(vector.to_array(), dtype=np.int64)
-                    rows.append(positions)
-                    names.append(np.full(len(positions), f.file_name, dtype=object))
-    marked = pa.table(
-        {
-            _FILE: pa.array(np.concatenate(names) if names else [], pa.string()),
-            _ROW: pa.array(np.concatenate(rows) if rows else [], pa.int64()),
-        }
-    )
-    return paths, marked
+                    file_id = ids.setdefault(f.file_name, len(ids))
+                    keys.append(np.asarray(vector.to_array(), dtype=np.int64) | (file_id << _ROW_BITS))
+    return paths, Marked(ids, np.concatenate(keys) if keys else np.empty(0, np.int64))
 
 
-def with_positions(rows: DataFrame) -> DataFrame:
-    """``rows`` of a Parquet scan with each row's file name and position (for :func:`without_marked`)."""
-    return rows.select("*", F.col("_metadata.file_name").alias(_FILE), F.col("_metadata.row_index").alias(_ROW))
+@dataclass(frozen=True)
+class Marked:
+    """The marked rows of some files as one 64-bit key each: the file's number (``ids``) above the row's position."""
+
+    ids: dict[str, int]
+    keys: np.ndarray
 
 
-def without_marked(spark: SparkSession, rows: DataFrame, marked: pa.Table) -> DataFrame:
-    """``rows`` (from :func:`with_positions`) without those ``marked``, and without the position columns."""
-    if marked.num_rows:
-        deleted = spark.createDataFrame(marked)
-        if marked.num_rows <= BROADCAST_ROWS:
-            deleted = F.broadcast(deleted)
-        rows = rows.join(deleted, [_FILE, _ROW], "left_anti")
-    return rows.drop(_FILE, _ROW)
+def with_positions(rows: DataFrame, marked: Marked) -> DataFrame:
+    """``rows`` of a Parquet scan with each row's key (file number and position, for :func:`without_marked`)."""
+    if not marked.ids:
+        return rows
+    numbers = F.create_map(*[c for name, i in marked.ids.items() for c in (F.lit(name), F.lit(i))])
+    file_id = F.coalesce(F.element_at(numbers, F.col("_metadata.file_name")).cast("long"), F.lit(-1))
+    return rows.select("*", (file_id * F.lit(1 << _ROW_BITS) + F.col("_metadata.row_index")).alias(_KEY))
 
 
-__all__ = ["vector_files", "with_positions", "without_marked"]
+def without_marked(spark: SparkSession, rows: DataFrame, marked: Marked) -> DataFrame:
+    """``rows`` (from :func:`with_positions`) without the ``marked`` ones, and without the key column. The join is
+    on one 64-bit key, which Spark's broadcast hash join probes as a long hash map."""
+    if not marked.ids:
+        return rows
+    deleted = spark.createDataFrame(pa.table({_KEY: pa.array(marked.keys, pa.int64())}))
+    if len(marked.keys) <= BROADCAST_ROWS:
+        deleted = F.broadcast(deleted)
+    return rows.join(deleted, [_KEY], "left_anti").drop(_KEY)
+
+
+__all__ = ["Marked", "vector_files", "with_positions", "without_marked"]
