@@ -39,7 +39,7 @@ from mergetable.read.datafile import (
     row_group_stats,
     whole_file,
 )
-from mergetable.read.deletion import has_vectors, read_section
+from mergetable.read.deletion import has_vectors, merged_with_vectors, read_section
 from mergetable.read.key_ranges import chunk_slices, range_filter, slices_in_range, trim_edges
 from mergetable.read.order import effective_sequence, oldest_first, sequence_ordered
 from mergetable.read.parallel import ordered_streams
@@ -342,7 +342,9 @@ class SplitReader:
 
     def read_split_kv(self, split: Split) -> Iterator[pa.Table]:
         for runs in split.sections:
-            yield self.merged_section(split, runs)
+            yield (
+                merged_with_vectors(self, split, runs) if has_vectors(split, runs) else self.merged_section(split, runs)
+            )
 
     def read_split(
         self, split: Split, window_bytes: int | None = None, prefetch: bool = False, even: bool = False

@@ -242,3 +242,23 @@ def test_rollback_and_restore_bring_the_vectors_back(tmp_path: Path) -> None:
     t.write(_rows([1, 2, 3], 9))
     t.rollback_to(sid)
     assert _state(t) == state and t.deletion_vectors() == vectors
+
+
+def test_polars_duckdb_scans_and_diffs_see_the_vectors(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    _load(t)
+    pl = pytest.importorskip("polars")
+    lazy = t.to_polars(lazy=True)
+    assert lazy.filter(pl.col("k") < 60).collect().height == 60  # pruned by an expression, vectors kept
+    assert sorted(lazy.filter(pl.col("v") == 0).collect()["k"].to_list()) == [k for k in range(100) if k not in (5, 50)]
+    duckdb = pytest.importorskip("duckdb")
+    con = duckdb.connect()
+    rel = t.to_duckdb(con)
+    assert rel.filter("k < 60").aggregate("count(*)").fetchall() == [(60,)]
+    scanned = t.scan(filter=[("k", "<", 60)]).read_all()
+    assert scanned.num_rows == 60 and scanned.column("v").to_pylist().count(2) == 2
+    # the diff of two snapshots whose files are the same but whose vectors differ
+    before = t.latest_snapshot_id()
+    t.write(_rows([7], 5))
+    diff = t.changelog(before, t.latest_snapshot_id(), mode="diff").to_pylist()
+    assert sorted((r["_row_kind"], r["k"], r["v"]) for r in diff) == [("+U", 7, 5), ("-U", 7, 0)]
