@@ -37,6 +37,7 @@ from mergetable.core.options import ChangelogProducer, MergeEngine
 from mergetable.core.rowkind import is_retract
 from mergetable.core.schema import VALUE_KIND
 from mergetable.metadata.models import DataFileMeta, FileSource, IndexFileMeta
+from mergetable.read.datafile import read_data_file
 from mergetable.read.deletion import read_masked
 from mergetable.read.lookup import key_set, only_keys
 from mergetable.read.reader import SplitReader
@@ -129,7 +130,10 @@ class VectorCompaction:
         owner, unit = self.owner, self.unit
         upgrade = self._upgradable()
         vectors = self.indexes.vectors(self.deletion)
-        inputs = {f.file_name: self._input(f, vectors.get(f.file_name)) for f in unit.files}
+        if upgrade:  # only the keys are needed
+            inputs = {f.file_name: self._key_columns(f) for f in unit.files}
+        else:
+            inputs = {f.file_name: self._input(f, vectors.get(f.file_name)) for f in unit.files}
         level0 = [f for f in unit.files if f.level == 0]
         names = set(inputs)
         outside = [f for f in self.levels.all_files() if f.level > 0 and f.file_name not in names]
@@ -213,7 +217,7 @@ class VectorCompaction:
     def _live_positions(self, f: DataFileMeta, vector: Vector | None, keys: pa.Table) -> np.ndarray:
         """The positions in ``f`` of the rows of ``keys`` that its vector does not mark (a file above level 0
         holds a key at most once, in key order: a single integer key is found by binary search)."""
-        table = self._decoded(f)
+        table = self._key_columns(f)
         names = keys.column_names
         key_type = table.schema.field(names[0]).type
         if len(names) == 1 and pa.types.is_integer(key_type) and table.num_rows:
@@ -222,7 +226,9 @@ class VectorCompaction:
             at = np.searchsorted(stored, wanted)
             inside = at < len(stored)
             at = at[inside]
-            positions = np.unique(at[stored[at] == wanted[inside]]).astype(np.int64)
+            positions = np.sort(at[stored[at] == wanted[inside]]).astype(np.int64)
+            if len(positions) > 1:  # keys repeated across level-0 files find their row once
+                positions = positions[np.concatenate(([True], positions[1:] != positions[:-1]))]
         else:
             probe = table.select(names).append_column(_POS, pa.array(np.arange(table.num_rows, dtype=np.int64)))
             positions = np.sort(np.asarray(only_keys(probe, keys).column(_POS).to_numpy(), dtype=np.int64))
@@ -230,6 +236,21 @@ class VectorCompaction:
             marked = np.asarray(vector.to_array(), dtype=np.int64)
             positions = positions[~np.isin(positions, marked, assume_unique=True)]
         return positions
+
+    def _key_columns(self, f: DataFileMeta) -> pa.Table:
+        """The key columns of ``f`` in file order (all a lookup needs), through the lookup cache."""
+        reader = self.reader
+        if reader.projection(f.schema_id) is not None:
+            return self._decoded(f)
+        cache = self.owner.lookup_cache
+        key = (reader.fileio.uri, reader.schema.id, f.file_name + "#keys")
+        table = cache.get(key) if cache is not None else None
+        if table is None:
+            path = reader.paths.data_file(self.partition, self.bucket, f.file_name)
+            table = read_data_file(reader.fileio, reader.afs, path, f, self.owner.keys)
+            if cache is not None:
+                cache.put(key, table)
+        return table
 
     def _decoded(self, f: DataFileMeta) -> pa.Table:
         """Every row of ``f`` in file order (so a row's index is its position), shared through the lookup cache."""
