@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -262,3 +265,21 @@ def test_polars_duckdb_scans_and_diffs_see_the_vectors(tmp_path: Path) -> None:
     t.write(_rows([7], 5))
     diff = t.changelog(before, t.latest_snapshot_id(), mode="diff").to_pylist()
     assert sorted((r["_row_kind"], r["k"], r["v"]) for r in diff) == [("+U", 7, 5), ("-U", 7, 0)]
+
+
+def test_row_level_operations_and_the_cli(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    _load(t)
+    t.delete_keys(pa.table({"k": pa.array([1, 2, 150], pa.int64())}))
+    state = _state(t)
+    assert 1 not in state and 2 not in state and 150 not in state and len(state) == 297
+    out = subprocess.run(
+        [sys.executable, "-m", "mergetable.cli.main", "read", t.uri, "--filter", "k<10", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    rows = json.loads(out.stdout)
+    rows = rows["rows"] if isinstance(rows, dict) else rows
+    assert sorted(r["k"] for r in rows) == [0, 3, 4, 5, 6, 7, 8, 9]
+    assert next(r for r in rows if r["k"] == 5)["v"] == 2
