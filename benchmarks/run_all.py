@@ -43,6 +43,7 @@ SCRIPTS = [
     "bench_spark.py",
     "bench_streaming.py",
     "bench_cli.py",
+    "bench_deletion_vectors.py",
 ]
 PEER_PYTHON = ROOT / ".venv-peers" / "bin" / "python"
 SYSTEMS = ("pyarrow", "mergetable", "deltalake", "pypaimon")
@@ -257,7 +258,10 @@ def main() -> None:
                     "bench_streaming.py": ["--rows", "20000", "--probes", "2"],
                     "bench_write.py": ["--rows", "2000000"],
                     "bench_planning.py": ["--commits", "200"],
+                    "bench_deletion_vectors.py": ["--rows", "200000", "--spark"],
                 }.get(name, ["--rows", "1000000"])
+            elif name == "bench_deletion_vectors.py":
+                extra = ["--spark"]
             run_script(name, extra, goals)
     peers(args.peer_rows or (200_000 if args.quick else 1_000_000), 5, goals, args.repeat)
     summary(goals)

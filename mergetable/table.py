@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from typing import Any, Unpack
 
 import pyarrow as pa
+from pyroaring import BitMap, BitMap64
 
+from mergetable.commit.index_manifest import IndexManifestIO
 from mergetable.commit.result import CommitResult, commit_result
 from mergetable.commit.schemas import SchemaManager
 from mergetable.commit.store import TableStore
@@ -285,6 +287,23 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
             [1, 2]
         """
         return system_table(self.fileio, self.table_schema, name, **time_travel)
+
+    def deletion_vectors(self, snapshot_id: int | None = None) -> dict[str, BitMap | BitMap64]:
+        """The deletion vectors of a snapshot (default: the latest): data file path → the row positions it marks
+        deleted (``pyroaring.BitMap``, or ``BitMap64`` with ``deletion-vectors.bitmap64``). Empty for a table
+        without ``deletion-vectors.enabled``; see ``docs/deletion-vectors.md``.
+
+        Example:
+            >>> t.deletion_vectors()
+            {}
+        """
+        snap = self.latest_snapshot() if snapshot_id is None else self.snapshot(int(snapshot_id))
+        indexes = IndexManifestIO(self.fileio)
+        out: dict[str, BitMap | BitMap64] = {}
+        for (partition, bucket), files in indexes.deletion_files(snap).items():
+            for name, vector in indexes.vectors(files).items():
+                out[self.path_factory.data_file(partition, bucket, name)] = vector
+        return out
 
     # -- reading ----------------------------------------------------------------------------------
     def plan(

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mergetable.commit.clock import check_clock, max_clock_skew
+from mergetable.commit.index_manifest import IndexManifestIO
 from mergetable.commit.manifests import ManifestIO, fold
 from mergetable.commit.outcome import publish_snapshot_file
 from mergetable.commit.overwrite import Overwrite
@@ -65,6 +66,8 @@ class Committer:
         self.commit_user = commit_user
         self.snapshots = SnapshotManager(fileio)
         self.manifests = ManifestIO(fileio)
+        self.indexes = IndexManifestIO(fileio)
+        self._index_of: Snapshot | None = None
         self.paths = PathFactory(fileio.root)
 
     # -- public ------------------------------------------------------------------------------------
@@ -88,7 +91,15 @@ class Committer:
         if data_msgs or overwrite is not None:
             kind = CommitKind.OVERWRITE if overwrite is not None else CommitKind.APPEND
             out.append(self._commit_with_retry(data_msgs, kind, identifier, overwrite, properties, txn, precondition))
-        compact_msgs = [m for m in messages if m.compact_before or m.compact_after or m.compact_changelog_files]
+        compact_msgs = [
+            m
+            for m in messages
+            if m.compact_before
+            or m.compact_after
+            or m.compact_changelog_files
+            or m.compact_index_files
+            or m.compact_deleted_index_files
+        ]
         if compact_msgs:
             out.append(self._commit_with_retry(compact_msgs, CommitKind.COMPACT, identifier, None, properties))
         return out
@@ -100,10 +111,16 @@ class Committer:
         identifier: int,
         properties: dict[str, str],
         precondition: Precondition | None = None,
+        index_of: Snapshot | None = None,
     ) -> Snapshot:
         """Commit the data increment of ``messages`` as one snapshot of ``kind`` with conflict checks
-        (a restore: OVERWRITE whose deleted files must still be live, on the snapshot ``precondition`` accepts)."""
-        return self._commit_with_retry(messages, kind, identifier, None, properties, precondition=precondition)
+        (a restore: OVERWRITE whose deleted files must still be live, on the snapshot ``precondition`` accepts;
+        ``index_of``: the snapshot whose deletion vectors the new one has, the restored one)."""
+        self._index_of = index_of
+        try:
+            return self._commit_with_retry(messages, kind, identifier, None, properties, precondition=precondition)
+        finally:
+            self._index_of = None
 
     # -- the retry loop ------------------------------------------------------------------------------
     def _commit_with_retry(
@@ -182,6 +199,8 @@ class Committer:
             messages, next_seq = assign_sequence_numbers(messages, next_seq, stamp)
         delta = self._delta_entries(live, messages, kind, overwrite)
         self._check_conflicts(live, delta, kind)
+        dropped = {e.partition for e in live if overwrite is not None and overwrite.covers(e.partition)}
+        index_entries = self.indexes.updated(latest, messages if kind is CommitKind.COMPACT else (), dropped)
         changelog = [
             ManifestEntry(
                 kind=FileKind.ADD, partition=m.partition, bucket=m.bucket, total_buckets=m.total_buckets, file=f
@@ -191,7 +210,16 @@ class Committer:
         ]
         attempt = _Attempt()
         try:
-            snapshot = self._write_snapshot(latest, delta, changelog, kind, identifier, properties, attempt, next_seq)
+            index_manifest = latest.index_manifest if latest else None
+            if self._index_of is not None:
+                index_manifest = self._index_of.index_manifest
+            elif index_entries is not None:
+                index_manifest = self.indexes.write(index_entries) if index_entries else None
+                if index_manifest is not None:
+                    attempt.written.append(index_manifest)
+            snapshot = self._write_snapshot(
+                latest, delta, changelog, kind, identifier, properties, attempt, next_seq, index_manifest
+            )
         except CommitStateUnknownError:
             raise  # the snapshot may be published: everything it references stays
         except BaseException:
@@ -211,6 +239,7 @@ class Committer:
         properties: dict[str, str] | None,
         attempt: _Attempt,
         next_seq: int,
+        index_manifest: str | None = None,
     ) -> Snapshot | None:
         opts = self.options
         sid = max(self.schema.id, latest.schema_id if latest else 0)  # a schema change is never undone
@@ -250,6 +279,7 @@ class Committer:
             changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
             properties=properties or None,
             next_sequence_number=next_seq,
+            index_manifest=index_manifest,
         )
         if self.snapshots.expired(new_id):  # the base is so old that this id was made and expired since
             return None

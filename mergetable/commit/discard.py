@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 
+from mergetable.commit.index_manifest import IndexManifestIO
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.snapshots import SnapshotManager
 from mergetable.core.fileio import FileIO
@@ -37,6 +38,7 @@ def discard_uncommitted(
     if protect_latest:
         latest = SnapshotManager(fileio).latest()
         kept.update(e.file.file_name for e in ManifestIO(fileio).live_entries(latest))
+        kept.update(e.index_file.file_name for e in IndexManifestIO(fileio).entries(latest))
     paths = PathFactory.for_table(fileio.root, schema)
     doomed = []
     for m in messages:
@@ -46,5 +48,6 @@ def discard_uncommitted(
         for f in (*m.new_files, *m.changelog_files, *m.compact_after, *m.compact_changelog_files):
             if f.file_name not in kept and f.file_name not in upgraded:
                 doomed.append(paths.data_file(m.partition, m.bucket, f.file_name))
+        doomed += [paths.index_file(f.file_name) for f in m.compact_index_files if f.file_name not in kept]
     fileio.delete_quietly(doomed)
     return doomed

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from mergetable.commit.consumers import ConsumerManager
+from mergetable.commit.index_manifest import IndexManifestIO
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.orphans import DAY_MS, candidates, check_cutoff, prune_staging
 from mergetable.commit.pins import pinned_files, stale_pins
@@ -132,6 +133,15 @@ def _manifest_names(manifests: ManifestIO, snap: Snapshot) -> set[str]:
     return names
 
 
+def _index_paths(indexes: IndexManifestIO, paths: PathFactory, snap: Snapshot) -> set[str]:
+    """The index manifest of ``snap`` and the deletion-vector index files it lists."""
+    if snap.index_manifest is None:
+        return set()
+    out = {paths.manifest_file(snap.index_manifest)}
+    out.update(paths.index_file(e.index_file.file_name) for e in indexes.entries(snap))
+    return out
+
+
 def expire_snapshots(
     fileio: FileIO,
     schema: TableSchema,
@@ -179,6 +189,11 @@ def expire_snapshots(
                 kept_files.update((e.partition, e.bucket, e.file.file_name) for e in manifests.live_entries(kept))
     for tag in tags:
         kept_manifests |= _manifest_names(manifests, tag)
+    indexes = IndexManifestIO(fileio)
+    kept_index: set[str] = set()
+    for holder in [*(snapshots.load(sid) for sid in range(end, latest + 1) if snapshots.exists(sid)), *tags]:
+        kept_index |= _index_paths(indexes, paths, holder)
+    doomed_index: set[str] = set()
 
     doomed_files: set[str] = set()
     doomed_manifests: set[str] = set()
@@ -194,9 +209,12 @@ def expire_snapshots(
             for e in manifests.changelog_entries(snap):
                 doomed_files.add(paths.data_file(e.partition, e.bucket, e.file.file_name))
             doomed_manifests |= _manifest_names(manifests, snap) - kept_manifests
+            doomed_index |= _index_paths(indexes, paths, snap) - kept_index
 
     result.expired_snapshots = [sid for sid in range(earliest, end) if snapshots.exists(sid)]
-    result.deleted_files = sorted(doomed_files) + [paths.manifest_file(n) for n in sorted(doomed_manifests)]
+    result.deleted_files = (
+        sorted(doomed_files) + [paths.manifest_file(n) for n in sorted(doomed_manifests)] + sorted(doomed_index)
+    )
     if dry_run:
         return result
     snapshots.write_earliest_hint(end)
@@ -269,6 +287,7 @@ def expire_tags(
     for name in names:
         tag = all_tags[name]
         candidates |= {paths.manifest_file(n) for n in _lists(tag)}
+        candidates |= _index_paths(IndexManifestIO(fileio), paths, tag)
         for e in manifests.live_entries(tag):
             candidates.add(paths.data_file(e.partition, e.bucket, e.file.file_name))
     if dry_run:
@@ -302,9 +321,11 @@ def used_files(fileio: FileIO, schema: TableSchema, dropped_tags: Collection[str
             continue
     used: set[str] = set()
     seen_manifests: set[str] = set()
+    indexes = IndexManifestIO(fileio)
     for snap, still_there in holders:
         try:
             used |= _references(manifests, paths, snap, seen_manifests)
+            used |= _index_paths(indexes, paths, snap)
         except CorruptMetadataError:
             if still_there():
                 raise

@@ -56,8 +56,10 @@ def candidates(fileio: FileIO, schema: TableSchema) -> Iterator[Candidate]:
     """(path, mtime in seconds) of every file under the table that mergetable could have made and may delete."""
     opts = schema.table_options
     factory = paths.PathFactory.for_table(fileio.root, schema)
-    manifest = (paths.MANIFEST_PREFIX,)
+    manifest = (paths.MANIFEST_PREFIX, paths.INDEX_MANIFEST_PREFIX)
     yield from _files(fileio, factory.manifest_dir, lambda n: n.startswith(manifest), manifest)
+    index = (paths.INDEX_FILE_PREFIX,)
+    yield from _files(fileio, factory.index_dir, lambda n: n.startswith(index), index)
     snapshot = (paths.SNAPSHOT_PREFIX, paths.LATEST, paths.EARLIEST)
     yield from _files(fileio, factory.snapshot_dir, lambda n: False, snapshot)
     prefixes = (opts.data_file_prefix, opts.changelog_file_prefix)

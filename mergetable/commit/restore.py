@@ -22,6 +22,7 @@ import uuid
 from dataclasses import dataclass
 
 from mergetable.commit.committer import Committer
+from mergetable.commit.index_manifest import IndexManifestIO
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.pins import pin_files, unpin
 from mergetable.commit.snapshots import SnapshotManager, TagManager
@@ -159,7 +160,12 @@ def commit_state(
         if not target.still_held(snapshots, tags):
             raise gone from None
         raise
-    pin = pin_files(fileio, (paths.data_file(e.partition, e.bucket, e.file.file_name) for e in wanted.values()))
+    pinned = [paths.data_file(e.partition, e.bucket, e.file.file_name) for e in wanted.values()]
+    indexes = IndexManifestIO(fileio)
+    pinned += [paths.index_file(e.index_file.file_name) for e in indexes.entries(target.snapshot)]
+    if target.snapshot.index_manifest is not None:
+        pinned.append(paths.manifest_file(target.snapshot.index_manifest))
+    pin = pin_files(fileio, pinned)
     committed = False
     try:
         if not target.still_held(snapshots, tags):
@@ -174,7 +180,8 @@ def commit_state(
                 if latest is None or snapshots.exists(latest.id):
                     raise
                 continue  # expired while being read: a newer snapshot exists
-            if not messages and not always:
+            same_index = (latest.index_manifest if latest else None) == target.snapshot.index_manifest
+            if not messages and same_index and not always:
                 return None
             base = latest.id if latest else None
 
@@ -183,7 +190,9 @@ def commit_state(
                     raise _Rebase()
 
             try:
-                snap = committer.commit_kind(messages, CommitKind.OVERWRITE, 1, properties, unchanged)
+                snap = committer.commit_kind(
+                    messages, CommitKind.OVERWRITE, 1, properties, unchanged, index_of=target.snapshot
+                )
             except _Rebase:
                 continue
             committed = True

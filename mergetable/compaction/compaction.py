@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from mergetable.commit.discard import discard_uncommitted
 from mergetable.compaction.changelog import LOOKUP_CACHE, compaction_changelog
+from mergetable.compaction.deletion import VectorCompaction, deletion_files, pick_with_vectors
 from mergetable.compaction.lsm import (
     CompactUnit,
     Levels,
@@ -35,7 +36,7 @@ from mergetable.core.options import ChangelogProducer, MergeEngine
 from mergetable.core.rowkind import is_retract
 from mergetable.core.schema import VALUE_KIND, TableSchema
 from mergetable.merge import MergeFunction
-from mergetable.metadata.models import CommitMessage, DataFileMeta, FileSource
+from mergetable.metadata.models import CommitMessage, DataFileMeta, FileSource, IndexFileMeta
 from mergetable.read.lookup import FileCache
 from mergetable.read.reader import SplitReader
 from mergetable.read.scan import KeyComparator, Section, Split, interval_partition
@@ -50,6 +51,10 @@ class CompactResult:
     before: list[DataFileMeta] = field(default_factory=list)
     after: list[DataFileMeta] = field(default_factory=list)
     changelog: list[DataFileMeta] = field(default_factory=list)
+    index_before: list[IndexFileMeta] = field(default_factory=list)
+    """Deletion-vector index files the compaction replaces (every one of the bucket's, when it changed them)."""
+    index_after: list[IndexFileMeta] = field(default_factory=list)
+    """Deletion-vector index files holding the bucket's vectors after the compaction."""
 
     @property
     def written(self) -> list[DataFileMeta]:
@@ -102,8 +107,14 @@ class BucketCompactor:
             return True
         return self.producer is ChangelogProducer.LOOKUP or opts.force_lookup
 
-    def pick(self, levels: Levels, full: bool = False) -> tuple[CompactUnit, bool] | None:
-        """The unit to compact and whether it drops retracts, or None when nothing is worth doing."""
+    def pick(
+        self, levels: Levels, full: bool = False, index_files: Sequence[IndexFileMeta] = ()
+    ) -> tuple[CompactUnit, bool] | None:
+        """The unit to compact and whether it drops retracts, or None when nothing is worth doing
+        (``index_files``: the bucket's deletion-vector index files, in a deletion-vector table)."""
+        if self.options.deletion_vectors_enabled:
+            unit = pick_with_vectors(self, levels, full, deletion_files(index_files))
+            return None if unit is None else (unit, True)
         runs = levels.level_sorted_runs()
         n = levels.number_of_levels
         unit = pick_full_compaction(n, runs) if full else self.strategy.pick(n, runs)
@@ -124,14 +135,28 @@ class BucketCompactor:
 
     # -- running --------------------------------------------------------------------------------------
     def compact(
-        self, partition: Partition, bucket: int, files: Sequence[DataFileMeta], full: bool = False
+        self,
+        partition: Partition,
+        bucket: int,
+        files: Sequence[DataFileMeta],
+        full: bool = False,
+        index_files: Sequence[IndexFileMeta] = (),
     ) -> CompactResult | None:
-        """Compact the bucket holding ``files`` (its live files). None when nothing is worth doing."""
+        """Compact the bucket holding ``files`` (its live files; ``index_files``: its deletion-vector index
+        files). None when nothing is worth doing."""
         levels = self.levels(files)
-        picked = self.pick(levels, full)
+        picked = self.pick(levels, full, index_files)
         if picked is None:
             return None
         unit, drop_delete = picked
+        if self.options.deletion_vectors_enabled:
+            result = CompactResult()
+            try:
+                VectorCompaction(self, partition, bucket, levels, unit, index_files).run(result)
+            except BaseException:
+                self.discard(partition, bucket, result.written, result.index_after)
+                raise
+            return result
         task = _Task(self, partition, bucket, levels, unit, drop_delete)
         try:
             task.run()
@@ -140,10 +165,22 @@ class BucketCompactor:
             raise
         return task.result
 
-    def discard(self, partition: Partition, bucket: int, files: Sequence[DataFileMeta]) -> None:
+    def discard(
+        self,
+        partition: Partition,
+        bucket: int,
+        files: Sequence[DataFileMeta],
+        index_files: Sequence[IndexFileMeta] = (),
+    ) -> None:
         """Delete files a compaction wrote and will not commit."""
         total = self.schema.table_options.bucket
-        message = CommitMessage(partition=partition, bucket=bucket, total_buckets=total, compact_after=tuple(files))
+        message = CommitMessage(
+            partition=partition,
+            bucket=bucket,
+            total_buckets=total,
+            compact_after=tuple(files),
+            compact_index_files=tuple(index_files),
+        )
         discard_uncommitted(self.fileio, self.schema, [message])
 
 

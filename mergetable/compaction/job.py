@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
+from mergetable.commit.index_manifest import IndexManifestIO
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.schemas import SchemaManager
 from mergetable.commit.snapshots import SnapshotManager
@@ -40,7 +41,14 @@ from mergetable.core.options import ChangelogProducer
 from mergetable.core.progress import Progress as Progress
 from mergetable.core.schema import TableSchema
 from mergetable.merge import MergeFunction, create_merge_function
-from mergetable.metadata.models import CommitKind, CommitMessage, DataFileMeta, ManifestEntry, Snapshot
+from mergetable.metadata.models import (
+    CommitKind,
+    CommitMessage,
+    DataFileMeta,
+    IndexFileMeta,
+    ManifestEntry,
+    Snapshot,
+)
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +64,8 @@ class BucketPlan(JsonModel):
     total_buckets: int
     files: tuple[DataFileMeta, ...]
     full: bool = False
+    index_files: tuple[IndexFileMeta, ...] = ()
+    """The bucket's deletion-vector index files on the planned snapshot (a deletion-vector table)."""
 
     @property
     def bucket_id(self) -> BucketId:
@@ -69,7 +79,7 @@ Executor = Callable[[Sequence[BucketPlan]], list[CommitMessage]]
 def run_plan(fileio: FileIO, schema: TableSchema, merge_function: MergeFunction, plan: BucketPlan) -> CommitMessage:
     """Compact one planned bucket; an empty message when nothing was worth doing."""
     compactor = BucketCompactor(fileio, schema, merge_function)
-    result = compactor.compact(plan.partition, plan.bucket, plan.files, plan.full)
+    result = compactor.compact(plan.partition, plan.bucket, plan.files, plan.full, plan.index_files)
     if result is None:
         return CommitMessage(partition=plan.partition, bucket=plan.bucket, total_buckets=plan.total_buckets)
     return CommitMessage(
@@ -79,6 +89,8 @@ def run_plan(fileio: FileIO, schema: TableSchema, merge_function: MergeFunction,
         compact_before=tuple(result.before),
         compact_after=tuple(result.after),
         compact_changelog_files=tuple(result.changelog),
+        compact_index_files=tuple(result.index_after),
+        compact_deleted_index_files=tuple(result.index_before),
     )
 
 
@@ -100,6 +112,7 @@ class CompactionJob:
         self.compactor = BucketCompactor(fileio, schema, merge_function)
         self.snapshots = SnapshotManager(fileio)
         self.manifests = ManifestIO(fileio)
+        self.indexes = IndexManifestIO(fileio)
         self.executor = executor or self._run_here
         self.progress = progress or Progress()
 
@@ -129,10 +142,12 @@ class CompactionJob:
             out.setdefault((e.partition, e.bucket), []).append(e)
         return out
 
-    def plan(self, entries: Sequence[ManifestEntry], full: bool) -> BucketPlan | None:
-        """A plan for the bucket of ``entries`` if it has something worth compacting."""
+    def plan(
+        self, entries: Sequence[ManifestEntry], full: bool, index_files: Sequence[IndexFileMeta] = ()
+    ) -> BucketPlan | None:
+        """A plan for the bucket of ``entries`` (with ``index_files``) if it has something worth compacting."""
         files = [e.file for e in entries]
-        if self.compactor.pick(self.compactor.levels(files), full) is None:
+        if self.compactor.pick(self.compactor.levels(files), full, index_files) is None:
             return None
         first = entries[0]
         return BucketPlan(
@@ -141,6 +156,7 @@ class CompactionJob:
             total_buckets=first.total_buckets,
             files=tuple(files),
             full=full,
+            index_files=tuple(index_files),
         )
 
     def runs(self, entries: Sequence[ManifestEntry]) -> int:
@@ -179,7 +195,14 @@ class CompactionJob:
                     tx.schema = self.schema
                 tx.drop(self._drop_stale(kept, buckets))
                 todo = [buckets[b] for b in sorted(buckets, key=bucket_order) if b not in kept]
-                plans = [p for p in (self.plan(es, full) for es in todo) if p is not None]
+                indexes: dict[BucketId, list[IndexFileMeta]] = {}
+                for e in self.indexes.entries(latest):
+                    indexes.setdefault((e.partition, e.bucket), []).append(e.index_file)
+                plans = [
+                    p
+                    for p in (self.plan(es, full, indexes.get((es[0].partition, es[0].bucket), ())) for es in todo)
+                    if p is not None
+                ]
                 if not started:
                     self.progress.start(len(plans))
                     started = True

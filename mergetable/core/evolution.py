@@ -129,6 +129,8 @@ IMMUTABLE_OPTIONS: dict[str, str] = {
     "partial-update.remove-record-on-sequence-group": "stored rows were merged under it",
     "versioned.ver-column": f"stored records were merged in the order it gives; {_REWRITE}",
     "force-lookup": "the changelog already produced depends on it",
+    "deletion-vectors.enabled": "it is fixed when the table is created (Paimon): stored files are read with or "
+    "without their deletion vectors",
     "file.format": "stored data files are in the current format",
     "data-file.prefix": "stored data files are found by it",
     "changelog-file.prefix": "stored changelog files are found by it",
@@ -383,6 +385,8 @@ def _check_option_change(options: dict[str, str], key: str, value: str | None, h
     """Paimon's ``checkAlterTableOption`` / ``checkResetTableOption``, with our immutable list."""
     if value is None and not key.startswith("fields.") and key not in _known_keys():
         raise unknown_option(key, _known_keys())
+    if key == "deletion-vectors.enabled" and options.get(key, "false") != (value or "false"):
+        raise ImmutableOptionError(key, f"cannot be changed: {IMMUTABLE_OPTIONS[key]}")
     if not has_snapshots:
         return
     if key in IMMUTABLE_OPTIONS and options.get(key) != value:

@@ -13,8 +13,8 @@ key is a real Paimon option that mergetable does not support (:data:`PAIMON_UNSU
 ('true', ('versionasof', '3'))
 >>> str(unknown_option("bukcet", ["bucket", "bucket-key"]))
 "option 'bukcet': unknown option (did you mean 'bucket'?)"
->>> str(unknown_option("deletion-vectors.enabled", ["bucket"]))
-"option 'deletion-vectors.enabled': Paimon option 'deletion-vectors.enabled' is not supported by mergetable"
+>>> str(unknown_option("row-tracking.enabled", ["bucket"]))
+"option 'row-tracking.enabled': Paimon option 'row-tracking.enabled' is not supported by mergetable"
 """
 
 from __future__ import annotations
@@ -43,8 +43,6 @@ PAIMON_UNSUPPORTED_OPTIONS: frozenset[str] = frozenset(
         "data-file.external-paths",
         "data-file.external-paths.strategy",
         "data-file.path-directory",
-        "deletion-vectors.bitmap64",
-        "deletion-vectors.enabled",
         "dynamic-bucket.assigner-parallelism",
         "dynamic-bucket.initial-buckets",
         "dynamic-bucket.target-row-num",

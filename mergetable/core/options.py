@@ -168,6 +168,12 @@ class TableOptions(BaseModel):
     lookup_wait: Bool = Field(True, alias="lookup-wait")
     force_lookup: Bool = Field(False, alias="force-lookup")
     commit_force_compact: Bool = Field(False, alias="commit.force-compact")
+    compaction_delete_ratio_threshold: float = Field(0.2, alias="compaction.delete-ratio-threshold")
+    # deletion vectors (merge-on-write)
+    deletion_vectors_enabled: Bool = Field(False, alias="deletion-vectors.enabled")
+    deletion_vectors_bitmap64: Bool = Field(False, alias="deletion-vectors.bitmap64")
+    deletion_vectors_merge_on_read: Bool = Field(False, alias="deletion-vectors.merge-on-read")
+    deletion_vector_index_file_target_size: MemorySize = Field(2 * MIB, alias="deletion-vector.index-file.target-size")
 
     def _check_ranges(self) -> TableOptions:
         if self.bucket == -1 or self.bucket == -2:
@@ -212,6 +218,10 @@ class TableOptions(BaseModel):
                 "sequence.snapshot-ordering",
                 "needs 'write-only' = true (as in Paimon): writers do not compact; run the dedicated compaction",
             )
+        if self.deletion_vectors_enabled:
+            _check_deletion_vectors(self)
+        if not 0.0 <= self.compaction_delete_ratio_threshold <= 1.0:
+            raise OptionsError("compaction.delete-ratio-threshold", "must be between 0 and 1")
         if self.snapshot_num_retained_min < 1:
             raise OptionsError("snapshot.num-retained.min", "must be >= 1")
         if self.snapshot_num_retained_max < self.snapshot_num_retained_min:
@@ -293,6 +303,23 @@ _DURATION_FIELDS = frozenset(
         "consumer_expiration_time",
     }
 )
+
+
+def _check_deletion_vectors(opts: TableOptions) -> None:
+    """The combinations Paimon refuses with ``deletion-vectors.enabled`` (``SchemaValidation``)."""
+    if opts.changelog_producer not in (ChangelogProducer.NONE, ChangelogProducer.INPUT, ChangelogProducer.LOOKUP):
+        raise OptionsError(
+            "deletion-vectors.enabled",
+            f"is only supported with the none, input or lookup changelog producer, not "
+            f"'changelog-producer' = '{opts.changelog_producer.value}'",
+        )
+    if opts.merge_engine is MergeEngine.FIRST_ROW:
+        raise OptionsError(
+            "deletion-vectors.enabled",
+            "is not supported with 'merge-engine' = 'first-row': that engine never deletes an older row",
+        )
+    if opts.deletion_vector_index_file_target_size <= 0:
+        raise OptionsError("deletion-vector.index-file.target-size", "must be positive")
 
 
 def normalize_option_keys(options: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:

@@ -3,6 +3,7 @@
 ```
 schema/schema-<id>                     snapshot/snapshot-<id>, snapshot/LATEST, snapshot/EARLIEST
 manifest/manifest-<uuid>-<n>           manifest/manifest-list-<uuid>-<n>
+manifest/index-manifest-<uuid>-<n>     index/index-<uuid>-<n>   (deletion-vector index files)
 tag/tag-<name>                         consumer/consumer-<id>
 [<k>=<v>/…]/bucket-<N>/data-<uuid>-<n>.parquet
 [<k>=<v>/…]/bucket-<N>/changelog-<uuid>-<n>.parquet
@@ -31,6 +32,7 @@ SNAPSHOT_DIR = "snapshot"
 MANIFEST_DIR = "manifest"
 TAG_DIR = "tag"
 CONSUMER_DIR = "consumer"
+INDEX_DIR = "index"
 STAGING_DIR = "_spark_staging"
 LATEST = "LATEST"
 EARLIEST = "EARLIEST"
@@ -40,6 +42,8 @@ TAG_PREFIX = "tag-"
 CONSUMER_PREFIX = "consumer-"
 MANIFEST_PREFIX = "manifest-"
 MANIFEST_LIST_PREFIX = "manifest-list-"
+INDEX_MANIFEST_PREFIX = "index-manifest-"
+INDEX_FILE_PREFIX = "index-"
 BUCKET_PREFIX = "bucket-"
 DATA_FILE_EXTENSION = ".parquet"
 DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
@@ -193,6 +197,23 @@ class PathFactory:
     @staticmethod
     def new_manifest_list_name() -> str:
         return new_file_name(MANIFEST_LIST_PREFIX)
+
+    @staticmethod
+    def new_index_manifest_name() -> str:
+        return new_file_name(INDEX_MANIFEST_PREFIX)
+
+    # -- index files (deletion vectors) -----------------------------------------------------------
+    @property
+    def index_dir(self) -> str:
+        return self.join(INDEX_DIR)
+
+    def index_file(self, name: str) -> str:
+        """An index file by the name its index manifest entry records."""
+        return self.join(INDEX_DIR, _bare(name))
+
+    @staticmethod
+    def new_index_file_name() -> str:
+        return new_file_name(INDEX_FILE_PREFIX)
 
     # -- tags and consumers -----------------------------------------------------------------------
     @property

@@ -9,6 +9,7 @@ streams Arrow batches. :class:`ScanStats` counts the data files it handed to the
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 import threading
@@ -189,7 +190,7 @@ def prune_by_expression(splits: list[Split], expression: pc.Expression, schema: 
             if sec
         )  # fmt: skip
         if sections:
-            out.append(Split(s.snapshot_id, s.partition, s.bucket, sections, s.total_buckets, s.key_range))
+            out.append(dataclasses.replace(s, sections=sections))
     return out
 
 

@@ -129,6 +129,45 @@ class ManifestList(Versioned):
     manifests: tuple[ManifestFileMeta, ...]
 
 
+class DeletionVectorMeta(JsonModel):
+    """Where one data file's deletion vector lies in an index file (Paimon's ``DeletionVectorMeta``)."""
+
+    data_file_name: FileName
+    offset: int
+    """Where the vector starts: its big-endian size field."""
+    length: int
+    """The size field's value for a 32-bit vector; every byte of a 64-bit one (see ``core.deletion_vectors``)."""
+    cardinality: int | None = None
+    """How many rows it deletes."""
+
+
+class IndexFileMeta(JsonModel):
+    """One index file of a bucket (Paimon's ``IndexFileMeta``): ``index/<file_name>``."""
+
+    index_type: str
+    """``DELETION_VECTORS`` (the only type mergetable writes)."""
+    file_name: FileName
+    file_size: int
+    row_count: int
+    """How many vectors it holds."""
+    deletion_vectors_ranges: tuple[DeletionVectorMeta, ...] = ()
+
+
+class IndexManifestEntry(JsonModel):
+    """One row of an index manifest (Paimon's ``IndexManifestEntry``)."""
+
+    kind: FileKind
+    partition: tuple[str | None, ...]
+    bucket: int
+    index_file: IndexFileMeta
+
+
+class IndexManifest(Versioned):
+    """Content of ``manifest/index-manifest-<uuid>-<n>``: every live index file of the snapshot (ADD entries)."""
+
+    entries: tuple[IndexManifestEntry, ...]
+
+
 class Snapshot(Versioned):
     """Content of ``snapshot/snapshot-<id>``: the state of the table after one commit."""
 
@@ -152,6 +191,8 @@ class Snapshot(Versioned):
     next_sequence_number: int | None = None
     """Every sequence number below it is taken: the next data commit numbers its records from here
     (format version 2; absent in version 1 snapshots, where it is one past the largest live number)."""
+    index_manifest: FileName | None = None
+    """The index manifest listing the live deletion-vector index files; None: the table has none."""
 
 
 class Tag(Snapshot):
@@ -181,11 +222,17 @@ class CommitMessage(JsonModel):
     compact_before: tuple[DataFileMeta, ...] = ()
     compact_after: tuple[DataFileMeta, ...] = ()
     compact_changelog_files: tuple[DataFileMeta, ...] = ()
+    compact_index_files: tuple[IndexFileMeta, ...] = ()
+    """Deletion-vector index files the compaction wrote: the bucket's vectors after it."""
+    compact_deleted_index_files: tuple[IndexFileMeta, ...] = ()
+    """The bucket's index files the compaction replaces."""
 
     @property
     def is_empty(self) -> bool:
         return not (
-            self.new_files
+            self.compact_index_files
+            or self.compact_deleted_index_files
+            or self.new_files
             or self.deleted_files
             or self.changelog_files
             or self.compact_before
@@ -210,6 +257,9 @@ class ConsumerProgress(JsonModel):
 
 MODELS: tuple[type[JsonModel], ...] = (
     DataFileMeta,
+    IndexFileMeta,
+    IndexManifestEntry,
+    IndexManifest,
     ManifestEntry,
     ManifestFile,
     ManifestFileMeta,

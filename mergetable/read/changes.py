@@ -132,7 +132,12 @@ class ChangePlanner:
         out = []
         for bucket in sorted(old.keys() | new.keys(), key=bucket_order):
             a, b = new.get(bucket), old.get(bucket)
-            if a is not None and b is not None and {f.file_name for f in a.files} == {f.file_name for f in b.files}:
+            if (
+                a is not None
+                and b is not None
+                and {f.file_name for f in a.files} == {f.file_name for f in b.files}
+                and a.vectors == b.vectors  # a deletion-vector table: the same files, the same marked rows
+            ):
                 continue
             partition, number = bucket
             total = (a or b).total_buckets  # type: ignore[union-attr]
@@ -169,7 +174,14 @@ def _by_bucket(splits: Iterable[Split]) -> dict[BucketId, Split]:
         out[key] = (
             s
             if prev is None
-            else Split(s.snapshot_id, s.partition, s.bucket, prev.sections + s.sections, s.total_buckets)
+            else Split(
+                s.snapshot_id,
+                s.partition,
+                s.bucket,
+                prev.sections + s.sections,
+                s.total_buckets,
+                deletion_files=prev.deletion_files + s.deletion_files,
+            )
         )
     return out
 

@@ -10,8 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from mergetable.core.deletion_vectors import DeletionFile
+from mergetable.metadata.models import DataFileMeta
+from mergetable.read.deletion import has_vectors, read_section
 from mergetable.read.reader import SplitReader
 from mergetable.read.scan import Split
+
+_NONE = DeletionFile("", 0, 0, 0)
 
 
 def count_rows(reader: SplitReader, splits: Iterable[Split]) -> int:
@@ -19,6 +24,9 @@ def count_rows(reader: SplitReader, splits: Iterable[Split]) -> int:
     total = 0
     for split in splits:
         for runs in split.sections:
+            if has_vectors(split, runs):
+                total += _count_with_vectors(reader, split, runs)
+                continue
             plain = len(runs) == 1 and all(not f.delete_row_count and f.write_cols is None for f in runs[0])
             if plain and reader.dnf is None and split.key_range is None:
                 total += sum(f.row_count for f in runs[0])
@@ -29,3 +37,14 @@ def count_rows(reader: SplitReader, splits: Iterable[Split]) -> int:
                 windows = reader.merged_windows(split, runs, exact_sequence=False, visible=True)
                 total += sum(w.num_rows for w in windows)
     return total
+
+
+def _count_with_vectors(reader: SplitReader, split: Split, runs: tuple[tuple[DataFileMeta, ...], ...]) -> int:
+    """Rows of a section whose files have deletion vectors: row counts minus the vectors' cardinalities when
+    the files are read on their own without a filter, else the rows read."""
+    vectors = split.vectors
+    alone = len(runs) == 1 and all(f.level > 0 and not f.delete_row_count for f in runs[0])
+    if alone and reader.dnf is None and all(vectors.get(f.file_name, _NONE).cardinality is not None for f in runs[0]):
+        return sum(f.row_count - (vectors[f.file_name].cardinality or 0) if f.file_name in vectors else f.row_count
+                   for f in runs[0])  # fmt: skip
+    return sum(t.num_rows for t in read_section(reader, split, runs, reader.split_filters(split)[1]))

@@ -39,6 +39,7 @@ from mergetable.read.datafile import (
     row_group_stats,
     whole_file,
 )
+from mergetable.read.deletion import has_vectors, merged_with_vectors, read_section
 from mergetable.read.key_ranges import chunk_slices, range_filter, slices_in_range, trim_edges
 from mergetable.read.order import effective_sequence, oldest_first, sequence_ordered
 from mergetable.read.parallel import ordered_streams
@@ -341,7 +342,9 @@ class SplitReader:
 
     def read_split_kv(self, split: Split) -> Iterator[pa.Table]:
         for runs in split.sections:
-            yield self.merged_section(split, runs)
+            yield (
+                merged_with_vectors(self, split, runs) if has_vectors(split, runs) else self.merged_section(split, runs)
+            )
 
     def read_split(
         self, split: Split, window_bytes: int | None = None, prefetch: bool = False, even: bool = False
@@ -350,6 +353,9 @@ class SplitReader:
         (``prefetch``, ``even``: see :meth:`merged_windows`)."""
         filter_expr = self.split_filters(split)[1]
         for runs in split.sections:
+            if has_vectors(split, runs):
+                yield from read_section(self, split, runs, filter_expr)
+                continue
             if len(runs) == 1 and all(not f.delete_row_count and f.write_cols is None for f in runs[0]):
                 for f in runs[0]:
                     budget = window_bytes or self.window_bytes

@@ -16,9 +16,11 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
+from mergetable.commit.index_manifest import IndexManifestIO
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.schemas import SchemaManager
 from mergetable.core.buckets import Partition, bucket_order
+from mergetable.core.deletion_vectors import DeletionFile
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import DEFAULT_SPLIT_SIZE
 from mergetable.core.paths import PathFactory
@@ -46,6 +48,13 @@ class Split:
     key_range: KeyRange | None = None
     """``[low, high)`` of the first key column this split reads (``None`` bounds: open), for a key-range
     split of a large section; ``None``: every key of its files."""
+    deletion_files: tuple[tuple[str, DeletionFile], ...] = ()
+    """The deletion vectors of its files that have one (data file name, where its vector lies); the reader drops
+    the rows they mark (a deletion-vector table, :mod:`mergetable.read.deletion`)."""
+
+    @property
+    def vectors(self) -> dict[str, DeletionFile]:
+        return dict(self.deletion_files)
 
     @property
     def files(self) -> list[DataFileMeta]:
@@ -185,6 +194,12 @@ class Planner:
         for, chosen before a large section is cut into key ranges)."""
         if snapshot is None:
             return []
+        opts = self.schema.table_options
+        vectors = (
+            IndexManifestIO(self.manifests.fileio).deletion_files(snapshot) if opts.deletion_vectors_enabled else None
+        )
+        if vectors is not None and not opts.deletion_vectors_merge_on_read:
+            min_level = max(min_level, 1)  # level 0 is visible once compacted (Paimon's batchScanSkipLevel0)
         live = [e for e in self.manifests.live_entries(snapshot) if e.file.level >= min_level]
         entries = self.prune(live, dnf)
         by_bucket: dict[tuple[Partition, int], list[ManifestEntry]] = {}
@@ -192,16 +207,29 @@ class Planner:
             by_bucket.setdefault((e.partition, e.bucket), []).append(e)
         splits: list[Split] = []
         for (partition, bucket), group in sorted(by_bucket.items(), key=lambda kv: bucket_order(kv[0])):
-            found = interval_partition([e.file for e in group], self.comparator)
+            files = [e.file for e in group]
+            dv = None if vectors is None else vectors.get((partition, bucket), {})
+            if dv is not None and all(f.level > 0 for f in files):
+                found: list[Section] = [[[f]] for f in sorted(files, key=self.comparator.min_key)]
+            else:
+                found = interval_partition(files, self.comparator)
             if sections != "all":
-                found = [s for s in found if raw_convertible(s, self.same_columns) == (sections == "raw")]
+                found = [s for s in found if self._raw(s, dv) == (sections == "raw")]
             total = group[0].total_buckets
-            for part in self._by_key_range(partition, bucket, found, target_split_size):
+            parts = [found] if dv is not None else self._by_key_range(partition, bucket, found, target_split_size)
+            for part in parts:
                 if isinstance(part, tuple):
                     splits.append(Split(snapshot.id, partition, bucket, (part[1],), total, part[0]))
                 else:
-                    splits.extend(_pack(snapshot.id, partition, bucket, total, part, target_split_size))
+                    packed = _pack(snapshot.id, partition, bucket, total, part, target_split_size)
+                    splits.extend(packed if not dv else [_with_vectors(s, dv) for s in packed])
         return splits
+
+    def _raw(self, section: Section, vectors: dict[str, DeletionFile] | None) -> bool:
+        """Whether ``section`` is raw-convertible and none of its files has a deletion vector."""
+        if vectors and any(f.file_name in vectors for run in section for f in run):
+            return False
+        return raw_convertible(section, self.same_columns)
 
     def same_columns(self, schema_id: int) -> bool:
         """Whether files written with ``schema_id`` hold the planned schema's columns as they are."""
@@ -251,6 +279,11 @@ def _point_ranges(values: dict[str, Any]) -> Callable[[str], tuple[Any, Any] | N
         return None if v is None else (v, v)
 
     return lookup
+
+
+def _with_vectors(split: Split, vectors: dict[str, DeletionFile]) -> Split:
+    own = tuple((f.file_name, vectors[f.file_name]) for f in split.files if f.file_name in vectors)
+    return Split(split.snapshot_id, split.partition, split.bucket, split.sections, split.total_buckets, None, own)
 
 
 def _pack(

@@ -20,6 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from mergetable.commit.index_manifest import IndexManifestIO
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.operation import operation_of
 from mergetable.commit.rollback import iso_duration
@@ -134,8 +135,34 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("file_count", _L, False),
         ("last_update_time", _TS, True),
     ),
+    "table_indexes": _schema(
+        ("partition", _S, True),
+        ("bucket", _I, False),
+        ("index_type", _S, False),
+        ("file_name", _S, False),
+        ("file_size", _L, False),
+        ("row_count", _L, False),
+        (
+            "dv_ranges",
+            pa.list_(
+                pa.struct(
+                    [
+                        pa.field("f0", _S, False),
+                        pa.field("f1", pa.int32(), False),
+                        pa.field("f2", pa.int32(), False),
+                        pa.field("_CARDINALITY", _L, True),
+                    ]
+                )
+            ),
+            True,
+        ),
+        ("row_range_start", _L, True),
+        ("row_range_end", _L, True),
+        ("index_field_id", _I, True),
+        ("index_field_name", _S, True),
+    ),
 }
-TIME_TRAVEL_TABLES = frozenset({"files", "manifests", "partitions", "buckets"})
+TIME_TRAVEL_TABLES = frozenset({"files", "manifests", "partitions", "buckets", "table_indexes"})
 
 
 def _java(v: Any) -> str:
@@ -333,6 +360,29 @@ def _buckets(ctx: _Context, snap: Snapshot | None) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (r["partition"], r["bucket"]))
 
 
+def _table_indexes(ctx: _Context, snap: Snapshot | None) -> list[dict[str, Any]]:
+    """Paimon's ``$table_indexes``: one row per live index file (deletion vectors)."""
+    rows = []
+    for e in sorted(IndexManifestIO(ctx.fileio).entries(snap), key=lambda e: (_row(e.partition), e.bucket)):
+        f = e.index_file
+        ranges = [
+            {"f0": r.data_file_name, "f1": r.offset, "f2": r.length, "_CARDINALITY": r.cardinality}
+            for r in f.deletion_vectors_ranges
+        ]
+        rows.append(
+            {
+                "partition": _row(e.partition),
+                "bucket": e.bucket,
+                "index_type": f.index_type,
+                "file_name": f.file_name,
+                "file_size": f.file_size,
+                "row_count": f.row_count,
+                "dv_ranges": ranges,
+            }
+        )
+    return rows
+
+
 _BUILDERS: dict[str, Callable[[_Context, Snapshot | None], list[dict[str, Any]]]] = {
     "snapshots": _snapshots,
     "schemas": _schemas,
@@ -343,6 +393,7 @@ _BUILDERS: dict[str, Callable[[_Context, Snapshot | None], list[dict[str, Any]]]
     "consumers": _consumers,
     "partitions": _partitions,
     "buckets": _buckets,
+    "table_indexes": _table_indexes,
 }
 SYSTEM_TABLES = tuple(_BUILDERS)
 

@@ -44,6 +44,7 @@ from mergetable.spark.options import ReadOptions
 from mergetable.spark.source import resolve_snapshot_id
 from mergetable.spark.system import RESOLVE_SNAPSHOT, SystemRead
 from mergetable.spark.types import spark_schema
+from mergetable.spark.vectors import vector_files, with_positions, without_marked
 from mergetable.table import Table, open_table
 
 _WHOLE = 1 << 62
@@ -98,6 +99,11 @@ def native_read(spark: SparkSession, uri: str, options: Mapping[str, str]) -> Da
     if not all(native_type(table.schema.field(c).type) for c in needed) or _clashing(spark, names):
         return None
     raw = _raw_paths(table, _plan(table, opts, dnf, snapshot_id, "raw"))
+    marked = None
+    if table.table_options.deletion_vectors_enabled:  # files with vectors, read natively and applied in Spark
+        found = vector_files(table, _plan(table, opts, dnf, snapshot_id, "merged"))
+        if found is not None:
+            raw, marked = sorted({*raw, *found[0]}), found[1]
     if not raw or any(_UNSAFE_PATH.search(p) for p in raw):
         return None
     floats = [c for c in needed if pa.types.is_floating(table.schema.field(c).type)]
@@ -105,11 +111,13 @@ def native_read(spark: SparkSession, uri: str, options: Mapping[str, str]) -> Da
         return None
     stored = spark_schema(table.schema, [c for c in table.schema.names if c in needed])
     rows = _parquet(spark, T.StructType([T.StructField(f.name, f.dataType, True) for f in stored]), raw)
+    if marked is not None:
+        rows = without_marked(spark, with_positions(rows, marked), marked)
     if dnf:
         rows = rows.where(spark_filter(dnf, stored))
     if columns != stored.fieldNames():
         rows = rows.select(*[F.col(_quoted(c)) for c in columns])
-    if not _plan(table, opts, dnf, snapshot_id, "merged"):
+    if marked is not None or not _plan(table, opts, dnf, snapshot_id, "merged"):
         return rows
     merged = {k: v for k, v in lowered.items() if k not in TIME_TRAVEL_KEYS}
     merged.update({"snapshot-id": str(snapshot_id), "sections": "merged"})

@@ -42,7 +42,7 @@ def test_unknown_keys_get_a_suggestion_and_paimon_options_say_they_are_unsupport
         "option 'bukcet': unknown option (did you mean 'bucket'?)"
     )
     assert "did you mean" not in str(unknown_option("zzzz", TABLE_OPTION_KEYS))
-    for key in ("deletion-vectors.enabled", "commit.callbacks", "Tag.Automatic-Creation"):
+    for key in ("row-tracking.enabled", "commit.callbacks", "Tag.Automatic-Creation"):
         message = str(unknown_option(key, TABLE_OPTION_KEYS))
         assert message == f"option '{key}': Paimon option '{key}' is not supported by mergetable"
     assert not PAIMON_UNSUPPORTED_OPTIONS & TABLE_OPTION_KEYS  # nothing mergetable supports is on the list
@@ -52,16 +52,16 @@ def test_table_options_suggest_and_name_unsupported_paimon_options() -> None:
     with pytest.raises(OptionsError, match=r"'merge-engin'.*unknown option \(did you mean 'merge-engine'\?\)") as info:
         TableOptions.from_map({"merge-engin": "first-row"})
     assert info.value.option == "merge-engin"
-    with pytest.raises(OptionsError, match=r"Paimon option 'deletion-vectors\.enabled' is not supported") as info:
-        TableOptions.from_map({"deletion-vectors.enabled": "true"})
-    assert info.value.option == "deletion-vectors.enabled"
+    with pytest.raises(OptionsError, match=r"Paimon option 'row-tracking\.enabled' is not supported") as info:
+        TableOptions.from_map({"row-tracking.enabled": "true"})
+    assert info.value.option == "row-tracking.enabled"
 
 
 def test_write_options_suggest_write_and_table_options() -> None:
     with pytest.raises(OptionsError, match=r"'primary-kye': unknown option \(did you mean 'primary-key'\?\)"):
         WriteOptions.parse({"path": "/t", "primary-kye": "id"}, ["id"])
-    with pytest.raises(OptionsError, match=r"'deletion-vectors\.enabled': Paimon option .* is not supported"):
-        WriteOptions.parse({"path": "/t", "Deletion-Vectors.Enabled": "true"}, ["id"])
+    with pytest.raises(OptionsError, match=r"'row-tracking\.enabled': Paimon option .* is not supported"):
+        WriteOptions.parse({"path": "/t", "Row-Tracking.Enabled": "true"}, ["id"])
     assert WriteOptions.parse({"PATH": "/t", "Primary-Key": "id", "Bucket": "2"}, ["id"]).table_options == {
         "bucket": "2"
     }

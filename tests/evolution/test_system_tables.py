@@ -33,6 +33,8 @@ PAIMON_COLUMNS = {
     "partitions": "partition record_count file_size_in_bytes file_count last_update_time created_at created_by "
     "updated_by options total_buckets done deleted_record_count",
     "buckets": "partition bucket record_count file_size_in_bytes file_count last_update_time",
+    "table_indexes": "partition bucket index_type file_name file_size row_count dv_ranges row_range_start "
+    "row_range_end index_field_id index_field_name",
 }
 
 
