@@ -112,9 +112,9 @@ def test_errors_name_what_is_wrong(tmp_path: Path) -> None:
         mt.write_table(uri, ROWS, mode="append", options={"bucket": "8"})
     with pytest.raises(mt.OptionsError, match="did you mean 'bucket'"):
         mt.write_table(str(tmp_path / "u"), ROWS, primary_key="id", options={"buckett": "2"})
-    unsupported = re.escape("Paimon option 'deletion-vectors.enabled' is not supported by mergetable")
+    unsupported = re.escape("Paimon option 'row-tracking.enabled' is not supported by mergetable")
     with pytest.raises(mt.OptionsError, match=unsupported):
-        mt.write_table(str(tmp_path / "u"), ROWS, primary_key="id", options={"deletion-vectors.enabled": "true"})
+        mt.write_table(str(tmp_path / "u"), ROWS, primary_key="id", options={"row-tracking.enabled": "true"})
     with pytest.raises(mt.SchemaError, match="no rows and no schema"):
         mt.write_table(str(tmp_path / "e"), iter([]), primary_key="id")
     assert mt.open_table(uri).version == 1  # every refused append left the table as it was
