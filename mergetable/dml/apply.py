@@ -13,7 +13,8 @@ conflict (they do not change what the rows are).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import itertools
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, Unpack
 
 import numpy as np
@@ -35,6 +36,9 @@ RECOMPUTE_ATTEMPTS = 3
 
 Changes = tuple[pa.Table, np.ndarray] | None
 """Rows with the table's columns and one :class:`~mergetable.core.rowkind.RowKind` (int8) per row (None: no change)."""
+ChangeStream = Iterator[Changes]
+"""Changes computed a part at a time (a merge of a large source: the parts hold disjoint keys), each written
+as it comes, so that the operation never holds all of them; still one commit."""
 
 
 class DmlTable(Protocol):
@@ -70,25 +74,32 @@ class _ConcurrentChange(CommitConflictError):
 
 
 def apply_changes(
-    table: DmlTable, operation: str, compute: Callable[[Snapshot | None], Changes], blind: bool = False
+    table: DmlTable,
+    operation: str,
+    compute: Callable[[Snapshot | None], Changes | ChangeStream],
+    blind: bool = False,
 ) -> Snapshot | None:
     """Compute the changes on the latest snapshot and commit them as one snapshot (see the module docstring).
 
-    ``blind``: the changes do not depend on what the table holds (deleting given keys): no conflict check.
+    ``compute`` gives the changes at once or as a stream of parts. ``blind``: the changes do not depend on
+    what the table holds (deleting given keys): no conflict check.
 
     Returns the operation's snapshot, None when there was nothing to change.
     """
     conflict: _ConcurrentChange | None = None
     for _ in range(RECOMPUTE_ATTEMPTS):
         base = table.latest_snapshot()
-        changes = compute(base)
-        if changes is None or changes[0].num_rows == 0:
+        computed = compute(base)
+        parts = iter([computed]) if computed is None or isinstance(computed, tuple) else computed
+        nonempty = (p for p in parts if p is not None and p[0].num_rows)
+        first = next(nonempty, None)
+        if first is None:
             return None
-        rows, kinds = changes
         guard = None if blind else _unchanged_since(table, base)
         try:
             with table.writing(properties={OPERATION: operation}, precondition=guard) as w:
-                w.write(rows, row_kind=pa.array(kinds, pa.int8()))
+                for rows, kinds in itertools.chain([first], nonempty):
+                    w.write(rows, row_kind=pa.array(kinds, pa.int8()))
                 return w.commit()
         except _ConcurrentChange as exc:
             conflict = exc
@@ -121,4 +132,4 @@ def _unchanged_since(table: DmlTable, base: Snapshot | None) -> WritePreconditio
     return check
 
 
-__all__ = ["Changes", "DmlTable", "apply_changes"]
+__all__ = ["ChangeStream", "Changes", "DmlTable", "apply_changes"]
