@@ -38,6 +38,7 @@ SCRIPTS = [
     "bench_merge.py",
     "bench_compaction.py",
     "bench_memory.py",
+    "bench_dml.py",
     "bench_write.py",
     "bench_planning.py",
     "bench_spark.py",
@@ -257,6 +258,7 @@ def main() -> None:
                     "bench_streaming.py": ["--rows", "20000", "--probes", "2"],
                     "bench_write.py": ["--rows", "2000000"],
                     "bench_planning.py": ["--commits", "200"],
+                    "bench_dml.py": ["--repeat", "3", "--mem-rows", "2000000"],
                 }.get(name, ["--rows", "1000000"])
             run_script(name, extra, goals)
     peers(args.peer_rows or (200_000 if args.quick else 1_000_000), 5, goals, args.repeat)

@@ -208,39 +208,35 @@ class MergeBuilder:
         if any(c.kind == NOT_MATCHED_BY_SOURCE for c in self._clauses):  # every target row takes part
             return self._compute(base, read_target(table, base.id, None, None), source)
         keys = self._source_keys(source)
-        in_lists: list[Predicate] = []
-        for c, column in zip(self._on, keys):
-            if len(pc.unique(column.slice(0, 4 * _MAX_PRUNE_VALUES))) > _MAX_PRUNE_VALUES:
-                break  # the head alone has too many values
-            values = pc.unique(column).drop_null()
-            if len(values) > _MAX_PRUNE_VALUES:
-                break
-            in_lists.append((c, "in", values.to_pylist()))
-        prune = in_lists if len(in_lists) == len(self._on) else None
+        prune = _prune(self._on, keys)
         if upserts_only(table, self._on, self._clauses):
-            files = prune or _key_ranges(self._on, keys)  # prunes files (keys only: the stream is exact)
-            upserts = upsert_changes(table, base.id, source, keys, self._on, self._clauses, files)
+            upserts = upsert_changes(table, base.id, source, keys, self._on, self._clauses, prune)
             if upserts is not None:
                 return upserts
         try:
             hashes, valid = key_hashes(keys)
         except SchemaError:  # a key type without a hash: read the target rows the filter leaves
             return self._compute(base, read_target(table, base.id, None, prune), source)
-        target = read_matching(table, base.id, self._on, np.unique(hashes[valid]), prune)
-        parts = -(-source.num_rows // SOURCE_PART_ROWS)
-        if parts <= 1 or set(self._on) != set(table.primary_key):
+        wanted = np.unique(hashes[valid])
+        parts = -(-source.num_rows // SOURCE_PART_ROWS) if set(self._on) == set(table.primary_key) else 1
+        s_part = (hashes % np.uint64(parts)).astype(np.int32)
+        del hashes, valid
+        target = read_matching(table, base.id, self._on, wanted, prune)
+        del wanted
+        if parts <= 1:
             return self._compute(base, target, source)
-        return self._in_parts(base, target, hashes, parts)
+        return self._in_parts(base, target, s_part, parts)
 
-    def _in_parts(self, base: Snapshot, target: pa.Table, hashes: np.ndarray, parts: int) -> ChangeStream:
+    def _in_parts(self, base: Snapshot, target: pa.Table, s_part: np.ndarray, parts: int) -> ChangeStream:
         """The changes of a large source a part at a time: source and target rows split by the hash of their
-        primary key, so that the parts hold disjoint keys and every row of a key is in one part."""
+        primary key (``s_part``: the source rows' part), so that the parts hold disjoint keys and every row of
+        a key is in one part."""
         source = self._source
         t_hashes, _ = key_hashes([target.column(c) for c in self._on])
-        s_part, t_part = hashes % np.uint64(parts), t_hashes % np.uint64(parts)
+        t_part = (t_hashes % np.uint64(parts)).astype(np.int32)
+        del t_hashes
         for p in range(parts):
-            part = np.uint64(p)
-            yield self._compute(base, target.filter(pa.array(t_part == part)), source.filter(pa.array(s_part == part)))
+            yield self._compute(base, target.filter(pa.array(t_part == p)), source.filter(pa.array(s_part == p)))
 
     def _source_keys(self, source: pa.Table) -> list[pa.ChunkedArray]:
         schema = self._table.schema
@@ -336,14 +332,20 @@ class MergeBuilder:
         return out
 
 
-def _key_ranges(on: Sequence[str], keys: Sequence[pa.ChunkedArray]) -> list[Predicate] | None:
-    """``c >= min and c <= max`` of each integer, temporal or string key column (files outside are pruned)."""
+def _prune(on: Sequence[str], keys: Sequence[pa.ChunkedArray]) -> list[Predicate] | None:
+    """A filter no matching target row fails: each ``on`` column in the source's values when it has few
+    (partitions, buckets and key ranges are pruned by them), else between their min and max when ordered."""
     out: list[Predicate] = []
     for c, column in zip(on, keys):
         t = column.type
-        if len(column) and (pa.types.is_integer(t) or pa.types.is_temporal(t) or pa.types.is_string(t)):
+        few = len(pc.unique(column.slice(0, 4 * _MAX_PRUNE_VALUES))) <= _MAX_PRUNE_VALUES  # the head first: cheap
+        values = pc.unique(column).drop_null() if few else None
+        if values is not None and len(values) <= _MAX_PRUNE_VALUES:
+            out.append((c, "in", values.to_pylist()))
+        elif pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_string(t):
             bounds = pc.min_max(column)
-            out += [(c, ">=", bounds["min"].as_py()), (c, "<=", bounds["max"].as_py())]
+            if bounds["min"].is_valid:
+                out += [(c, ">=", bounds["min"].as_py()), (c, "<=", bounds["max"].as_py())]
     return out or None
 
 
