@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 HERE = Path(__file__).resolve().parent
@@ -47,7 +48,7 @@ def rows_of(ids: np.ndarray, rng: np.random.Generator) -> pa.Table:
             "id": pa.array(ids, pa.int64()),
             "p": pa.array(ids % 4, pa.int32()),
             "v": rng.random(n),
-            "s": pa.array(np.char.add("val-", (ids % 100_000).astype(str))),
+            "s": pc.binary_join_element_wise("val-", pc.cast(pa.array(ids % 100_000), pa.string()), ""),
             "n": pa.array(rng.integers(0, 1000, n, dtype=np.int32)),
         }
     )
