@@ -148,7 +148,7 @@ def memory(work: Path, rows: int, source: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rows", type=int, default=200_000, help="rows of the table and of the merge source")
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--mem-rows", type=int, default=GOAL_ROWS, help="table rows of the merge-memory run")
     ap.add_argument("--mem-source", type=int, default=None, help="source rows of it (default: a quarter)")
     args = ap.parse_args()

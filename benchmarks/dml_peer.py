@@ -3,7 +3,7 @@
 SYSTEM is ``mergetable`` or ``deltalake``; OP is ``setup`` (create the table at ``WORKDIR/SYSTEM`` from
 ``WORKDIR/table.parquet``), ``update``, ``merge`` (each timed once on a copy of the set-up table) or
 ``merge-memory`` (the merge of ``WORKDIR/source.parquet`` into the set-up table, in place, for its peak RSS).
-It prints one JSON line: the seconds, the peak RSS of the process (MB, ``ru_maxrss``) and what every system
+It prints one JSON line: the seconds, the peak RSS of the process (MB, ``VmHWM``) and what every system
 must agree on after the operation (rows, sums). Only pyarrow is imported at module level, so the script runs
 in the project's venv and in ``.venv-peers``.
 
@@ -39,6 +39,14 @@ def check(table: pa.Table) -> dict[str, Any]:
 
 
 def peak_mb() -> float:
+    """This process's peak RSS: ``VmHWM`` of its own memory map (``ru_maxrss`` would start at the RSS of the
+    parent that forked it, as Linux carries the high-water mark over ``exec``)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
