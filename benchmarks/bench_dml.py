@@ -4,8 +4,10 @@
 * ``merge``: a ``--rows``-row source (30% existing keys) with update-all / insert-all into that table;
 * merge memory: the peak RSS of a process merging a ``--mem-source``-row source into a ``--mem-rows``-row
   table (the same shape), beside deltalake's. The goal is stated for a 5M-row source into a 20M-row table,
-  which takes minutes to set up on 2 cores: unless ``--mem-rows`` is 20M, the peak is measured at the scale
-  given and at half of it and extrapolated linearly to 20M / 5M, and the goal line says so.
+  the default (about two and a half minutes on 2 cores, inputs and set-up included). With a smaller
+  ``--mem-rows`` (``run_all.py --quick``: 2M) the peak is measured at the scale given and at half of it and
+  extrapolated linearly to 20M / 5M (an overestimate: the merge's own memory stops growing once the source
+  is merged in parts), and the goal line says so.
 
 Each system runs in its own process (``dml_peer.py``; deltalake in ``.venv-peers``, which ``make bench``
 creates), the systems in turn, ``--repeat`` times; the medians are compared, and every system must leave
