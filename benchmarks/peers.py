@@ -113,6 +113,16 @@ class MergeTable(System):
         t = self._table(root)
         return [t.path_factory.data_file(p, b, f.file_name) for p, b, f in t.files()]
 
+    def default_sizes(self, root: Path, batches: list[pa.Table]) -> dict[str, int]:
+        """The same commits with the default options (the writer compacts: Paimon's size-amplification and
+        sorted-run rules): the whole directory, which keeps the files of the snapshots retained for time
+        travel (``snapshot.num-retained.min`` = 10, one hour), and the latest snapshot's data files alone."""
+        t = self.mt.create_table(str(root), batches[0].schema, primary_key=["id"], options={"bucket": str(BUCKETS)})
+        for b in batches:
+            t.write(b)
+        latest = sum(Path(t.path_factory.data_file(p, b, f.file_name)).stat().st_size for p, b, f in t.files())
+        return {"default_size_bytes": dir_size(root), "default_latest_bytes": latest}
+
 
 class DeltaLake(System):
     """deltalake: the load with ``write_deltalake``, each upsert a MERGE (update all matched, insert the rest)."""
@@ -235,6 +245,7 @@ def measure(name: str, work: Path) -> dict[str, Any]:
                 lambda: [pq.read_table(files, columns=cols, filters=[("id", "=", k)]) for k in keys]
             )
             out["raw_agg_ingest_s"], _ = timed(lambda: RawPyarrow().ingest(base / "raw-agg", agg_batches))
+            out |= system.default_sizes(base / "default", batches)
         if system.aggregation:
             out["agg_ingest_s"], _ = timed(lambda: system.ingest(agg_root, agg_batches, agg=True))
             system.read(agg_root, agg=True)

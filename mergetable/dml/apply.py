@@ -13,8 +13,9 @@ conflict (they do not change what the rows are).
 
 from __future__ import annotations
 
+import itertools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, Unpack
 
 import numpy as np
@@ -39,6 +40,9 @@ RECOMPUTE_ATTEMPTS = 3
 
 Changes = tuple[pa.Table, np.ndarray] | None
 """Rows with the table's columns and one :class:`~mergetable.core.rowkind.RowKind` (int8) per row (None: no change)."""
+ChangeStream = Iterator[Changes]
+"""Changes computed a part at a time (a merge of a large source: the parts hold disjoint keys), each written
+as it comes, so that the operation never holds all of them; still one commit."""
 
 
 class DmlTable(Protocol):
@@ -76,16 +80,16 @@ class _ConcurrentChange(CommitConflictError):
 def apply_changes(
     table: DmlTable,
     operation: str,
-    compute: Callable[[Snapshot | None], Changes],
+    compute: Callable[[Snapshot | None], Changes | ChangeStream],
     blind: bool = False,
     source_rows: int = 0,
     progress: bool | None = False,
 ) -> CommitResult:
     """Compute the changes on the latest snapshot and commit them as one snapshot (see the module docstring).
 
-    ``blind``: the changes do not depend on what the table holds (deleting given keys): no conflict check.
-    ``source_rows``: a merge's source rows, for the metrics. ``progress``: a bar over the records written
-    (None: when run interactively).
+    ``compute`` gives the changes at once or as a stream of parts. ``blind``: the changes do not depend on
+    what the table holds (deleting given keys): no conflict check. ``source_rows``: a merge's source rows, for
+    the metrics. ``progress``: a bar over the records written (None: when run interactively).
 
     Returns what the operation did (its snapshot: None when there was nothing to change).
     """
@@ -93,17 +97,25 @@ def apply_changes(
     conflict: _ConcurrentChange | None = None
     for _ in range(RECOMPUTE_ATTEMPTS):
         base = table.latest_snapshot()
-        changes = compute(base)
-        if changes is None or changes[0].num_rows == 0:
+        computed = compute(base)
+        parts = iter([computed]) if computed is None or isinstance(computed, tuple) else computed
+        nonempty = (p for p in parts if p is not None and p[0].num_rows)
+        first = next(nonempty, None)
+        if first is None:
             return commit_result(operation, None, [], started, source_rows=source_rows)
-        rows, kinds = changes
         guard = None if blind else _unchanged_since(table, base)
+        written: list[np.ndarray] = []  # the row kinds of every part, for the metrics (one byte a row)
         try:
             with table.writing(properties={OPERATION: operation}, precondition=guard) as w:
-                data = with_progress(rows, operation.lower(), wanted(progress))
-                w.write(data, row_kind=pa.array(kinds, pa.int8()))
+                for rows, kinds in itertools.chain([first], nonempty):
+                    data = with_progress(rows, operation.lower(), wanted(progress))
+                    w.write(data, row_kind=pa.array(kinds, pa.int8()))
+                    written.append(np.asarray(kinds, dtype=np.int8))
                 snap = w.commit()
-            return commit_result(operation, snap, w.committed_messages, started, kinds=kinds, source_rows=source_rows)
+            kinds_all = np.concatenate(written)
+            return commit_result(
+                operation, snap, w.committed_messages, started, kinds=kinds_all, source_rows=source_rows
+            )
         except _ConcurrentChange as exc:
             conflict = exc
     raise CommitConflictError(f"{operation.lower()}: {conflict} on each of {RECOMPUTE_ATTEMPTS} attempts; try again")
@@ -135,4 +147,4 @@ def _unchanged_since(table: DmlTable, base: Snapshot | None) -> WritePreconditio
     return check
 
 
-__all__ = ["Changes", "DmlTable", "apply_changes"]
+__all__ = ["ChangeStream", "Changes", "DmlTable", "apply_changes"]

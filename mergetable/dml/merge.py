@@ -15,7 +15,10 @@ comparisons order NaN as Spark does (:mod:`mergetable.dml.nan_order`).
 * ``when_matched_delete()``, ``when_not_matched_by_source_delete()``, ``when_not_matched_by_source_update``.
 
 Without ``when_not_matched_by_source_*`` clauses only the target rows whose ``on`` values occur in the
-source are read (pruned by an ``in`` filter).
+source are kept: the snapshot is streamed a window at a time and filtered by the hashes of the source's
+``on`` values (:func:`mergetable.dml.target.read_matching`; a small source also prunes files by an ``in``
+filter). A source larger than :data:`SOURCE_PART_ROWS` joined on the primary key is then merged in parts of
+disjoint keys, each written as it is computed (one commit still).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from mergetable.core.errors import SchemaError
 from mergetable.core.predicates import Predicate
 from mergetable.core.rowkind import RowKind
 from mergetable.core.schema import check_column
-from mergetable.dml.apply import Changes, DmlTable, apply_changes
+from mergetable.dml.apply import Changes, ChangeStream, DmlTable, apply_changes
 from mergetable.dml.clauses import (
     MATCHED,
     NOT_MATCHED,
@@ -49,12 +52,17 @@ from mergetable.dml.clauses import (
 from mergetable.dml.evaluate import assignment, cast_columns, check_condition, masks, project
 from mergetable.dml.nan_order import spark_nan_order
 from mergetable.dml.ops import check_nulls
+from mergetable.dml.rules import nulls_refused
 from mergetable.dml.sql import check_sql, sql_values
-from mergetable.dml.target import read_target
+from mergetable.dml.target import join_key, key_hashes, read_matching, read_target
+from mergetable.dml.upsert import upsert_changes, upserts_only
 from mergetable.metadata.models import Snapshot
 from mergetable.write.input import to_arrow_table
 
 _MAX_PRUNE_VALUES = 1_000  # an in-list is bound value by value: worth it for small sources only
+SOURCE_PART_ROWS = 1 << 19
+"""Source rows merged at a time: a larger source joined on the primary key is merged in parts of disjoint keys
+(split by key hash), each written before the next is computed, so memory does not grow with the source."""
 _ROW_KIND = {"update": RowKind.UPDATE_AFTER, "delete": RowKind.DELETE, "insert": RowKind.INSERT}
 
 
@@ -199,75 +207,109 @@ class MergeBuilder:
             False
         """
         check_clauses(self._clauses)
-        self._compute(None, self._table.schema.empty_table())  # evaluate every expression once: errors first
+        empty = self._table.schema.empty_table()
+        self._compute(None, empty, self._source.slice(0, 0))  # every expression evaluated on no rows: errors first
         rows = self._source.num_rows
         return apply_changes(self._table, "MERGE", self._changes, source_rows=rows, progress=progress)
 
-    def _changes(self, base: Snapshot | None) -> Changes:
-        schema = self._table.schema
+    def _changes(self, base: Snapshot | None) -> Changes | ChangeStream:
+        table, source = self._table, self._source
         if base is None:
-            return self._compute(base, schema.empty_table())
-        prune: list[Predicate] | None = None
-        if not any(c.kind == NOT_MATCHED_BY_SOURCE for c in self._clauses):
-            prune = []
-            for c in self._on:
-                values = pc.unique(self._source.column(c).cast(schema.field(c).type)).drop_null()
-                if len(values) > _MAX_PRUNE_VALUES:
-                    prune = None
-                    break
-                prune.append((c, "in", values.to_pylist()))
-        return self._compute(base, read_target(self._table, base.id, None, prune or None))
-
-    def _compute(self, base: Snapshot | None, target: pa.Table) -> Changes:
-        schema, source = self._table.schema, self._source
-        keys = [f"_k{i}" for i in range(len(self._on))]
+            return self._compute(base, table.schema.empty_table(), source)
+        if any(c.kind == NOT_MATCHED_BY_SOURCE for c in self._clauses):  # every target row takes part
+            return self._compute(base, read_target(table, base.id, None, None), source)
+        keys = self._source_keys(source)
+        prune = _prune(self._on, keys)
+        if upserts_only(table, self._on, self._clauses):
+            upserts = upsert_changes(table, base.id, source, keys, self._on, self._clauses, prune)
+            if upserts is not None:
+                return upserts
         try:
-            right = [source.column(c).cast(schema.field(c).type) for c in self._on]
+            hashes, valid = key_hashes(keys)
+        except SchemaError:  # a key type without a hash: read the target rows the filter leaves
+            return self._compute(base, read_target(table, base.id, None, prune), source)
+        wanted = np.unique(hashes[valid])
+        parts = -(-source.num_rows // SOURCE_PART_ROWS) if set(self._on) == set(table.primary_key) else 1
+        s_part = (hashes % np.uint64(parts)).astype(np.int32)
+        del hashes, valid
+        target = read_matching(table, base.id, self._on, wanted, prune)
+        del wanted
+        if parts <= 1:
+            return self._compute(base, target, source)
+        return self._in_parts(base, target, s_part, parts)
+
+    def _in_parts(self, base: Snapshot, target: pa.Table, s_part: np.ndarray, parts: int) -> ChangeStream:
+        """The changes of a large source a part at a time: source and target rows split by the hash of their
+        primary key (``s_part``: the source rows' part), so that the parts hold disjoint keys and every row of
+        a key is in one part."""
+        source = self._source
+        t_hashes, _ = key_hashes([target.column(c) for c in self._on])
+        t_part = (t_hashes % np.uint64(parts)).astype(np.int32)
+        del t_hashes
+        for p in range(parts):
+            yield self._compute(base, target.filter(pa.array(t_part == p)), source.filter(pa.array(s_part == p)))
+
+    def _source_keys(self, source: pa.Table) -> list[pa.ChunkedArray]:
+        schema = self._table.schema
+        try:
+            return [source.column(c).cast(schema.field(c).type) for c in self._on]
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
             raise SchemaError(f"argument 'on': the source column cannot be compared with the table's: {exc}") from None
-        left = [_join_key(target.column(c)) for c in self._on]
+
+    def _compute(self, base: Snapshot | None, target: pa.Table, source: pa.Table) -> Changes:
+        keys = [f"_k{i}" for i in range(len(self._on))]
+        right = self._source_keys(source)
+        left = [join_key(target.column(c)) for c in self._on]
         left_t = pa.table([*left, pa.array(np.arange(target.num_rows))], [*keys, "_ti"])
-        right_t = pa.table([*(_join_key(c) for c in right), pa.array(np.arange(source.num_rows))], [*keys, "_si"])
+        right_t = pa.table([*(join_key(c) for c in right), pa.array(np.arange(source.num_rows))], [*keys, "_si"])
+        # without a "not matched by source" clause, the target rows no source row matches take no part
+        by_source = any(c.kind == NOT_MATCHED_BY_SOURCE for c in self._clauses)
+        pairs = left_t.join(right_t, keys, join_type="full outer" if by_source else "right outer")
         # in source order (target-only rows last), so rows of one key are written in the order write() takes them
-        pairs = left_t.join(right_t, keys, join_type="full outer").sort_by([("_si", "ascending"), ("_ti", "ascending")])
+        pairs = pairs.sort_by([("_si", "ascending"), ("_ti", "ascending")])
         ti, si = pairs.column("_ti").combine_chunks(), pairs.column("_si").combine_chunks()
-        joined = self._joined(target, ti, si)
         has_t = np.asarray(ti.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
         has_s = np.asarray(si.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
         of_kind = {MATCHED: has_t & has_s, NOT_MATCHED: has_s & ~has_t, NOT_MATCHED_BY_SOURCE: has_t & ~has_s}
         if needs_single_match(self._clauses):
             self._check_single_match(target, np.asarray(ti.to_numpy(zero_copy_only=False))[of_kind[MATCHED]])
-        conds = {
-            f"c{i}": spark_nan_order(c.condition, joined.schema)
-            for i, c in enumerate(self._clauses)
-            if c.condition is not None
-        }
-        holds = masks(joined, conds, "merge condition") if conds else {}
-        action = np.full(joined.num_rows, -1, dtype=np.int64)
+        conds = {f"c{i}": c.condition for i, c in enumerate(self._clauses) if c.condition is not None}
+        joined = self._joined(target, source, ti, si) if conds else None  # else joined per clause, its rows only
+        holds: dict[str, np.ndarray] = {}
+        if joined is not None:
+            holds = masks(joined, {n: spark_nan_order(c, joined.schema) for n, c in conds.items()}, "merge condition")
+        action = np.full(len(ti), -1, dtype=np.int64)
         for i, clause in enumerate(self._clauses):
             mask = of_kind[clause.kind] & (action < 0)
             if f"c{i}" in holds:
                 mask &= holds[f"c{i}"]
             action[mask] = i
-        parts, row_kinds, positions = [], [], []
+        parts, row_kinds, positions, kinds = [], [], [], []
         for i, clause in enumerate(self._clauses):
             position = np.nonzero(action == i)[0]
             if position.size or base is None:
-                parts.append(self._output(clause, joined.take(pa.array(position))))
+                kinds.append(clause.kind)
+                at = pa.array(position)
+                rows = joined.take(at) if joined is not None else self._joined(target, source, ti.take(at), si.take(at))
+                parts.append(self._output(clause, rows))
                 row_kinds.append(np.full(position.size, int(_ROW_KIND[clause.action]), dtype=np.int8))
                 positions.append(position)
         if not parts:
             return None
+        if len(parts) == 1 or (set(self._on) == set(self._table.primary_key) and len(set(kinds)) == len(kinds)):
+            # joined on the primary key, rows of different kinds hold different keys (a key is matched, not
+            # matched or only in the target): with one clause per kind, the parts' order does not matter
+            return pa.concat_tables(parts), np.concatenate(row_kinds)
         order = np.argsort(np.concatenate(positions), kind="stable")  # the joined (source) order, across clauses
         return pa.concat_tables(parts).take(pa.array(order)), np.concatenate(row_kinds)[order]
 
-    def _joined(self, target: pa.Table, ti: pa.Array, si: pa.Array) -> pa.Table:
+    def _joined(self, target: pa.Table, source: pa.Table, ti: pa.Array, si: pa.Array) -> pa.Table:
         cols: dict[str, pa.ChunkedArray | pa.Array] = {}
-        t_names, s_names = target.schema.names, self._source.schema.names
+        t_names, s_names = target.schema.names, source.schema.names
         for c in t_names:
             cols[f"{self._t}.{c}"] = target.column(c).take(ti)
         for c in s_names:
-            cols[f"{self._s}.{c}"] = self._source.column(c).take(si)
+            cols[f"{self._s}.{c}"] = source.column(c).take(si)
         for c in set(t_names) ^ set(s_names):  # plain names where they are unambiguous
             cols.setdefault(c, cols[f"{self._t}.{c}" if c in t_names else f"{self._s}.{c}"])
         return pa.table(cols)
@@ -298,7 +340,7 @@ class MergeBuilder:
         for c, values in self._sql(rows, sql, what).items():
             out = out.set_column(out.schema.get_field_index(c), c, values)
         out = cast_columns(out, schema, what)
-        if clause.action == "update":
+        if clause.action == "update" and nulls_refused(self._table.table_options):
             old = cast_columns(project(rows, target, what), schema, what)
             assigned = [c for c in schema.names if c not in pk] if clause.values is None else list(clause.values)
             check_nulls(self._table, out, old, assigned, what)
@@ -314,12 +356,21 @@ class MergeBuilder:
         return sql_values(sides, sql, what, literal_hint=False)
 
 
-def _join_key(column: pa.ChunkedArray) -> pa.ChunkedArray:
-    """A floating-point key with one zero and one NaN, so that they match as in Spark (-0.0 = 0.0, NaN = NaN)."""
-    if not pa.types.is_floating(column.type):
-        return column
-    nan = pa.scalar(float("nan"), column.type)
-    return pc.if_else(pc.is_nan(column), nan, pc.add(column, pa.scalar(0.0, column.type)))  # -0.0 + 0.0 is 0.0
+def _prune(on: Sequence[str], keys: Sequence[pa.ChunkedArray]) -> list[Predicate] | None:
+    """A filter no matching target row fails: each ``on`` column in the source's values when it has few
+    (partitions, buckets and key ranges are pruned by them), else between their min and max when ordered."""
+    out: list[Predicate] = []
+    for c, column in zip(on, keys):
+        t = column.type
+        few = len(pc.unique(column.slice(0, 4 * _MAX_PRUNE_VALUES))) <= _MAX_PRUNE_VALUES  # the head first: cheap
+        values = pc.unique(column).drop_null() if few else None
+        if values is not None and len(values) <= _MAX_PRUNE_VALUES:
+            out.append((c, "in", values.to_pylist()))
+        elif pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_string(t):
+            bounds = pc.min_max(column)
+            if bounds["min"].is_valid:
+                out += [(c, ">=", bounds["min"].as_py()), (c, "<=", bounds["max"].as_py())]
+    return out or None
 
 
 def _required(values: Any, argument: str) -> Mapping[str, Any]:

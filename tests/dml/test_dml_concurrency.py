@@ -59,6 +59,13 @@ def test_a_delete_sees_a_row_written_meanwhile(table_uri: str) -> None:
     assert t.read().to_pydict() == {"id": [1], "v": [1]}  # id 3, written meanwhile, is deleted too
 
 
+def test_an_insert_only_merge_recomputes_over_a_concurrent_write_of_its_key(table_uri: str) -> None:
+    t = _raced(table_uri, 1, lambda: mt.open_table(table_uri).write(pa.table({"id": [3], "v": [3]})))
+    t.merge({"id": [3, 4], "v": [30, 40]}).when_not_matched_insert_all().execute()  # the upsert path, streamed
+    assert RacedTable.reads == 2
+    assert t.read().to_pydict() == {"id": [1, 2, 3, 4], "v": [1, 2, 3, 40]}  # id 3 is matched now: not inserted
+
+
 def test_repeated_conflicts_fail_and_change_nothing(table_uri: str) -> None:
     counter = iter(range(1000, 2000))
     t = _raced(table_uri, 10, lambda: mt.open_table(table_uri).write(pa.table({"id": [1], "v": [next(counter)]})))
