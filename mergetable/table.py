@@ -53,19 +53,20 @@ log = logging.getLogger(__name__)
 def create_table(
     uri: str,
     schema: pa.Schema,
-    primary_key: Sequence[str],
+    primary_key: Sequence[str] | None = None,
     partition_keys: Sequence[str] = (),
     options: dict[str, str] | None = None,
     storage_options: dict[str, Any] | None = None,
     comment: str | None = None,
     exist_ok: bool = False,
 ) -> Table:
-    """Create a primary-key table at ``uri`` and return it.
+    """Create a table at ``uri`` and return it: a primary-key table, or without ``primary_key`` an append table
+    (rows kept as written, in commit order; Paimon's append table, ``bucket`` -1 by default).
 
     Args:
         uri: A local path or any fsspec URL (``s3://bucket/warehouse/t``).
         schema: The columns; the primary key columns become NOT NULL.
-        primary_key: The key columns; partition keys must be among them.
+        primary_key: The key columns; partition keys must be among them. None or empty: an append table.
         partition_keys: Columns whose values name the table's directories.
         options: Table options by Paimon name (``{"bucket": "4", "merge-engine": "partial-update"}``).
         storage_options: Passed to fsspec (credentials, endpoint).
@@ -81,6 +82,9 @@ def create_table(
         >>> t = mt.create_table(tempfile.mkdtemp(), pa.schema([("id", pa.int64()), ("v", pa.string())]), ["id"])
         >>> t.primary_key
         ('id',)
+        >>> events = mt.create_table(tempfile.mkdtemp(), pa.schema([("event", pa.string())]))
+        >>> events.primary_key, events.options["bucket"]
+        ((), '-1')
     """
     fileio = FileIO(uri, storage_options)
     table_schema = TableSchema.create(schema, primary_key, partition_keys, options, comment)

@@ -26,6 +26,7 @@ from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.schemas import SchemaManager
 from mergetable.commit.snapshots import SnapshotManager
 from mergetable.commit.transaction import WriteTransaction
+from mergetable.compaction.append import AppendCompactor, pick_runs
 from mergetable.compaction.compaction import BucketCompactor
 from mergetable.core.buckets import BucketId, Partition, bucket_order
 from mergetable.core.errors import (
@@ -68,7 +69,10 @@ Executor = Callable[[Sequence[BucketPlan]], list[CommitMessage]]
 
 def run_plan(fileio: FileIO, schema: TableSchema, merge_function: MergeFunction, plan: BucketPlan) -> CommitMessage:
     """Compact one planned bucket; an empty message when nothing was worth doing."""
-    compactor = BucketCompactor(fileio, schema, merge_function)
+    append = schema.is_append_table
+    compactor = (
+        AppendCompactor(fileio, schema, merge_function) if append else BucketCompactor(fileio, schema, merge_function)
+    )
     result = compactor.compact(plan.partition, plan.bucket, plan.files, plan.full)
     if result is None:
         return CommitMessage(partition=plan.partition, bucket=plan.bucket, total_buckets=plan.total_buckets)
@@ -132,7 +136,10 @@ class CompactionJob:
     def plan(self, entries: Sequence[ManifestEntry], full: bool) -> BucketPlan | None:
         """A plan for the bucket of ``entries`` if it has something worth compacting."""
         files = [e.file for e in entries]
-        if self.compactor.pick(self.compactor.levels(files), full) is None:
+        if self.schema.is_append_table:
+            if not pick_runs(files, self.options, full):
+                return None
+        elif self.compactor.pick(self.compactor.levels(files), full) is None:
             return None
         first = entries[0]
         return BucketPlan(
@@ -144,6 +151,8 @@ class CompactionJob:
         )
 
     def runs(self, entries: Sequence[ManifestEntry]) -> int:
+        if self.schema.is_append_table:  # no sorted runs: reads never merge, nothing stalls a writer
+            return 0
         return self.compactor.levels([e.file for e in entries]).number_of_sorted_runs()
 
     # -- the loop -------------------------------------------------------------------------------------

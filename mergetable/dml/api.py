@@ -10,6 +10,7 @@ from typing import Any, cast
 
 from mergetable.commit.result import CommitResult
 from mergetable.core.predicates import Filters
+from mergetable.dml.append import delete_rows, update_rows
 from mergetable.dml.apply import DmlTable
 from mergetable.dml.history import history
 from mergetable.dml.merge import MergeBuilder
@@ -47,6 +48,8 @@ class RowLevelOperations:
             >>> t.read().to_pydict()
             {'id': [2], 'v': ['B']}
         """
+        if _dml(self).table_schema.is_append_table:
+            return delete_rows(_dml(self), filter)
         return delete_where(_dml(self), filter)
 
     def delete_keys(self, keys: Any) -> CommitResult:
@@ -103,6 +106,8 @@ class RowLevelOperations:
             >>> t.read().to_pydict()
             {'id': [1, 2], 'v': ['upper(v)', 'B!']}
         """
+        if _dml(self).table_schema.is_append_table:
+            return update_rows(_dml(self), filter, set or {}, new_values or {})
         return update_where(_dml(self), filter, set or {}, new_values or {})
 
     def merge(

@@ -25,6 +25,7 @@ from mergetable.core.paths import PathFactory
 from mergetable.core.predicates import Conjunct, candidate_buckets, comparable, may_match
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import DataFileMeta, ManifestEntry, Snapshot
+from mergetable.read.append import append_sections, may_hold
 from mergetable.read.datafile import RowGroupSlice, row_group_stats
 from mergetable.read.key_ranges import KeyRange, cut_points, ranges_of, runs_in_range
 from mergetable.read.projection import FileProjection
@@ -170,6 +171,8 @@ class Planner:
             }
             if not may_match(dnf, ranges.get, self.arrow):
                 continue
+            if schema.is_append_table and not may_hold(e, dnf, schema):
+                continue
             out.append(e)
         return out
 
@@ -192,7 +195,10 @@ class Planner:
             by_bucket.setdefault((e.partition, e.bucket), []).append(e)
         splits: list[Split] = []
         for (partition, bucket), group in sorted(by_bucket.items(), key=lambda kv: bucket_order(kv[0])):
-            found = interval_partition([e.file for e in group], self.comparator)
+            files = [e.file for e in group]
+            found = (
+                append_sections(files) if self.schema.is_append_table else interval_partition(files, self.comparator)
+            )
             if sections != "all":
                 found = [s for s in found if raw_convertible(s, self.same_columns) == (sections == "raw")]
             total = group[0].total_buckets
