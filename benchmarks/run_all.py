@@ -39,6 +39,7 @@ SCRIPTS = [
     "bench_compaction.py",
     "bench_memory.py",
     "bench_write.py",
+    "bench_append.py",
     "bench_planning.py",
     "bench_spark.py",
     "bench_streaming.py",

@@ -15,6 +15,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "mergetable create orders --column 'id BIGINT' --column 'dt STRING' --column 'amount DECIMAL(12, 2)' \\\n"
         "    --primary-key id,dt --partition-by dt --option bucket=4",
         "mergetable create orders --like orders.parquet --primary-key id",
+        "mergetable create events --like events.parquet --partition-by dt   # no key: an append table",
     ),
     "write": (
         "mergetable write orders day1.parquet day2.parquet",
