@@ -22,9 +22,7 @@ rows_strategy = st.lists(
 
 
 def as_table(rows: list[Row]) -> pa.Table:
-    return pa.table(
-        {"p": [r[0] for r in rows], "v": [r[1] for r in rows], "s": [r[2] for r in rows]}, schema=SCHEMA
-    )
+    return pa.table({"p": [r[0] for r in rows], "v": [r[1] for r in rows], "s": [r[2] for r in rows]}, schema=SCHEMA)
 
 
 class AppendTableMachine(RuleBasedStateMachine):
