@@ -347,3 +347,21 @@ def test_changelog_and_follow_deliver_appended_rows_in_commit_order(uri: str) ->
     assert [r["id"] for b in more for r in b] == [8]
     with pytest.raises(mt.UnsupportedError, match="append table"):
         t.changelog(1, 3, mode="diff")
+
+
+# -- the command line --------------------------------------------------------------------------------------
+def test_the_cli_counts_compacts_and_describes_an_append_table(uri: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from mergetable.cli.main import main
+
+    t = mt.create_table(uri, SCHEMA, options={"write-only": "true"})
+    for i in range(3):
+        t.write(rows([i, i]))
+    assert main(["--json", "count", uri]) == 0
+    assert "6" in capsys.readouterr().out
+    assert main(["compact", uri, "--full"]) == 0
+    capsys.readouterr()
+    assert len(metas(mt.open_table(uri))) == 1
+    assert mt.open_table(uri).read().column("id").to_pylist() == [0, 0, 1, 1, 2, 2]
+    for command in (["history", uri], ["describe", uri], ["schema", uri]):
+        assert main(command) == 0, command
+    assert "id" in capsys.readouterr().out
