@@ -415,6 +415,8 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
         partitions: Sequence[dict[str, Any]] | None = None,
         executor: Executor | None = None,
         progress: bool | Progress | None = None,
+        order_by: Sequence[str] | None = None,
+        strategy: str = "order",
     ) -> Snapshot | None:
         """Compact now and commit one COMPACT snapshot (None when nothing needed compacting).
 
@@ -422,16 +424,19 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
         universal compaction picks for it. ``partitions``: partial specs such as ``[{"dt": "2024-01-01"}]``.
         A concurrent conflicting commit makes the changed buckets compact again on the new snapshot;
         :class:`CommitConflictError` when that keeps failing (the table is then unchanged). ``progress``: a bar
-        over the buckets (True/False; default: when run interactively), or hooks of one's own.
+        over the buckets (True/False; default: when run interactively), or hooks of one's own. ``order_by``
+        (append tables): a sort compaction, every selected bucket rewritten in the order of those columns,
+        ``strategy`` ``"order"`` (sorted) or ``"zorder"`` (Z-order of all of them), so that filtered reads skip
+        files by their statistics (Paimon's ``order_strategy``, Delta's ``OPTIMIZE ZORDER BY``).
 
         Example:
             >>> t.compact(full=True, progress=False).id, len(t.files())
             (3, 1)
         """
         if isinstance(progress, Progress):
-            return self.compaction_job(executor, progress).compact(full, partitions)
+            return self.compaction_job(executor, progress).compact(full, partitions, order_by, strategy)
         with bar("compact", "bucket", wanted(progress)) as hooks:
-            return self.compaction_job(executor, hooks).compact(full, partitions)
+            return self.compaction_job(executor, hooks).compact(full, partitions, order_by, strategy)
 
     # -- notebook view (the repr and _repr_html_ come from DataViews) ----------------------------------
     def snapshots(self) -> list[Snapshot]:

@@ -30,7 +30,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "history": ("mergetable history orders --limit 10", "mergetable --json history orders --no-compaction"),
     "schema": ("mergetable schema orders", "mergetable schema orders --snapshot 3 --json"),
     "describe": ("mergetable describe orders", "mergetable describe orders --json"),
-    "compact": ("mergetable compact orders", "mergetable compact orders --full --partition dt=2024-05-01"),
+    "compact": (
+        "mergetable compact orders",
+        "mergetable compact orders --full --partition dt=2024-05-01",
+        "mergetable compact events --order-by user,ts --strategy zorder   # an append table: cluster its files",
+    ),
     "snapshots": ("mergetable snapshots orders --limit 5",),
     "files": ("mergetable files orders --snapshot 3",),
     "read": (

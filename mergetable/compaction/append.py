@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from mergetable.commit.discard import discard_uncommitted
+from mergetable.compaction.clustering import Strategy, order_indices
 from mergetable.compaction.compaction import CompactResult
 from mergetable.core.buckets import Partition
 from mergetable.core.fileio import FileIO
@@ -71,17 +72,27 @@ class AppendCompactor:
         self.reader = SplitReader(fileio, schema, merge_function)
 
     def compact(
-        self, partition: Partition, bucket: int, files: Sequence[DataFileMeta], full: bool = False
+        self,
+        partition: Partition,
+        bucket: int,
+        files: Sequence[DataFileMeta],
+        full: bool = False,
+        order_by: Sequence[str] = (),
+        strategy: Strategy = "order",
     ) -> CompactResult | None:
-        """Rewrite the runs :func:`pick_runs` finds among ``files``; None when there is none. A failure deletes
-        every file this call wrote."""
-        runs = pick_runs(files, self.schema.table_options, full)
+        """Rewrite the runs :func:`pick_runs` finds among ``files``; None when there is none. With ``order_by``
+        (a sort compaction, see :mod:`mergetable.compaction.clustering`) every file of the bucket is rewritten
+        in that order instead. A failure deletes every file this call wrote."""
+        if order_by:
+            runs = [commit_order(files)] if files else []
+        else:
+            runs = pick_runs(files, self.schema.table_options, full)
         if not runs:
             return None
         result = CompactResult()
         try:
             for run in runs:
-                result.after.extend(self._rewrite(partition, bucket, run))
+                result.after.extend(self._rewrite(partition, bucket, run, order_by, strategy))
                 result.before.extend(run)
         except BaseException:
             total = self.schema.table_options.bucket
@@ -92,10 +103,19 @@ class AppendCompactor:
             raise
         return result
 
-    def _rewrite(self, partition: Partition, bucket: int, run: Sequence[DataFileMeta]) -> list[DataFileMeta]:
+    def _rewrite(
+        self,
+        partition: Partition,
+        bucket: int,
+        run: Sequence[DataFileMeta],
+        order_by: Sequence[str] = (),
+        strategy: Strategy = "order",
+    ) -> list[DataFileMeta]:
         split = Split(0, partition, bucket, tuple(((f,),) for f in run))
         parts = list(self.reader.read_split(split, prefetch=True))
         rows = pa.concat_tables(parts) if parts else self.schema.arrow_schema.empty_table()
+        if order_by and rows.num_rows:
+            rows = rows.take(order_indices(rows, order_by, strategy))
         return write_append_files(
             self.fileio, self.schema, partition, bucket, rows, run[0].min_sequence_number, FileSource.COMPACT
         )
