@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from mergetable.commit.result import CommitResult
+from mergetable.core.errors import UnsupportedError
 from mergetable.core.predicates import Filters
 from mergetable.dml.append import delete_rows, update_rows
 from mergetable.dml.apply import DmlTable
@@ -134,6 +135,10 @@ class RowLevelOperations:
             >>> t.read().to_pydict()
             {'id': [1, 2, 3], 'v': ['a', 'x', 'c']}
         """
+        if _dml(self).table_schema.is_append_table:
+            raise UnsupportedError(
+                "merge() needs a primary key; on an append table use delete(filter)/update(filter, ...) and write()"
+            )
         return MergeBuilder(_dml(self), source, on, source_alias, target_alias)
 
     def history(self, limit: int | None = None, include_compaction: bool = True) -> ResultTable:

@@ -294,6 +294,8 @@ def test_delete_and_update_rewrite_only_touched_files(uri: str) -> None:
         "dt": ["b", "b", "b"],
     }
     assert not t.delete([("id", "=", 77)])  # nothing matched: no commit
+    with pytest.raises(mt.UnsupportedError, match="merge"):
+        t.merge(rows([1]), on="id")
     t.delete(None)
     assert t.read().num_rows == 0 and t.count() == 0
 
