@@ -414,3 +414,12 @@ def test_sort_compaction_arguments_are_checked(uri: str, tmp_path: Path) -> None
         keyed.compact(order_by=["name"], progress=False)
     t.compact(order_by=["id"], progress=False)
     assert t.read().column("id").to_pylist() == [1, 2]
+
+
+def test_every_file_is_raw_convertible_and_described_as_an_append_table(uri: str) -> None:
+    t = mt.create_table(uri, SCHEMA, options={"write-only": "true"})
+    for i in range(3):
+        t.write(rows([i, i]))
+    assert t.plan(sections="merged") == []  # Spark reads every file with its own Parquet reader
+    assert sum(len(s.files) for s in t.plan(sections="raw")) == 3
+    assert "append table (no primary key)" in str(t.describe())
