@@ -423,3 +423,30 @@ def test_every_file_is_raw_convertible_and_described_as_an_append_table(uri: str
     assert t.plan(sections="merged") == []  # Spark reads every file with its own Parquet reader
     assert sum(len(s.files) for s in t.plan(sections="raw")) == 3
     assert "append table (no primary key)" in str(t.describe())
+
+
+def test_concurrent_appends_and_a_delete_all_land(uri: str) -> None:
+    mt.create_table(uri, SCHEMA, options={"write-only": "true", "commit.max-retries": "50"}).write(rows([9999]))
+    errors: list[BaseException] = []
+
+    def append(worker: int) -> None:
+        t = mt.open_table(uri)
+        try:
+            for i in range(5):
+                t.write(rows([worker * 100 + i]))
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=append, args=(w,)) for w in range(4)]
+    for th in threads:
+        th.start()
+    deleted = mt.open_table(uri).delete([("id", "=", 9999)])  # rewrites a file no append touches: no conflict
+    for th in threads:
+        th.join()
+    assert not errors and deleted.num_deleted_rows == 1
+    t = mt.open_table(uri)
+    got = t.read().column("id").to_pylist()
+    assert sorted(got) == sorted(w * 100 + i for w in range(4) for i in range(5))
+    for w in range(4):  # each writer's rows in the order it committed them
+        assert [i for i in got if i // 100 == w] == [w * 100 + i for i in range(5)]
+    assert sorted(s.commit_kind.name for s in t.snapshots()).count("OVERWRITE") == 1
