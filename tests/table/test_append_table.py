@@ -14,7 +14,6 @@ import pytest
 
 import mergetable as mt
 from mergetable.compaction.job import BucketPlan
-from mergetable.core.errors import ArgumentError
 from mergetable.metadata.models import CommitMessage, DataFileMeta
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("dt", pa.string())])
@@ -368,52 +367,6 @@ def test_the_cli_counts_compacts_and_describes_an_append_table(uri: str, capsys:
     for command in (["history", uri], ["describe", uri], ["schema", uri]):
         assert main(command) == 0, command
     assert "id" in capsys.readouterr().out
-
-
-# -- sort compaction -----------------------------------------------------------------------------------------
-def _random_xy(n: int, seed: int) -> pa.Table:
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    return pa.table({"x": rng.integers(0, 1000, n), "y": rng.integers(0, 1000, n), "pad": rng.random(n)})
-
-
-def _files_read(t: mt.Table, dnf: list[list[tuple[str, str, object]]]) -> int:
-    return len({f.file_name for s in t.plan(filter=dnf) for f in s.files})
-
-
-@pytest.mark.parametrize("strategy", ["order", "zorder"])
-def test_sort_compaction_clusters_files_for_filtered_reads(uri: str, strategy: str) -> None:
-    data = _random_xy(200_000, 3)
-    t = mt.create_table(uri, data.schema, options={"target-file-size": "128 kb", "write-only": "true"})
-    for i in range(8):
-        t.write(data.slice(i * 25_000, 25_000))
-    box = [[("x", ">=", 100), ("x", "<", 200), ("y", ">=", 300), ("y", "<", 400)]]
-    before = _files_read(t, box)
-    expected = sorted(t.read(filter=box).to_pylist(), key=lambda r: (r["x"], r["y"], r["pad"]))
-    snap = t.compact(order_by=["x", "y"], strategy=strategy, progress=False)
-    assert snap is not None and snap.commit_kind.name == "COMPACT"
-    after = _files_read(t, box)
-    assert after * 4 <= before, (before, after)
-    got = sorted(t.read(filter=box).to_pylist(), key=lambda r: (r["x"], r["y"], r["pad"]))
-    assert got == expected and t.count() == data.num_rows
-    if strategy == "order":
-        xs = t.read().column("x").to_pylist()
-        assert xs == sorted(xs)
-
-
-def test_sort_compaction_arguments_are_checked(uri: str, tmp_path: Path) -> None:
-    t = mt.create_table(uri, SCHEMA)
-    t.write(rows([2, 1]))
-    with pytest.raises(mt.SchemaError, match="nope"):
-        t.compact(order_by=["nope"], progress=False)
-    with pytest.raises(ArgumentError, match="strategy"):
-        t.compact(order_by=["id"], strategy="hilbert", progress=False)
-    keyed = mt.create_table(str(tmp_path / "k"), SCHEMA, ["id"])
-    with pytest.raises(mt.UnsupportedError, match="append table"):
-        keyed.compact(order_by=["name"], progress=False)
-    t.compact(order_by=["id"], progress=False)
-    assert t.read().column("id").to_pylist() == [1, 2]
 
 
 def test_every_file_is_raw_convertible_and_described_as_an_append_table(uri: str) -> None:
