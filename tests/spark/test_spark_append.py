@@ -46,6 +46,10 @@ def test_the_spark_compaction_job_compacts_an_append_table(spark: SparkSession, 
     t = mt.open_table(uri)
     assert len(t.files()) == 1
     assert t.read().column("id").to_pylist() == before
+    t.write(pa.table({"id": [50, -1], "tag": ["z", "z"]}))
+    sorted_snap = compact(spark, uri, order_by=["id"], strategy="order")  # a sort compaction in Spark tasks
+    assert sorted_snap is not None
+    assert mt.open_table(uri).read().column("id").to_pylist() == sorted([*before, 50, -1])
 
 
 def test_read_stream_delivers_appended_rows(spark: SparkSession, tmp_path: Path) -> None:
