@@ -40,6 +40,7 @@ SCRIPTS = [
     "bench_memory.py",
     "bench_dml.py",
     "bench_write.py",
+    "bench_append.py",
     "bench_planning.py",
     "bench_spark.py",
     "bench_streaming.py",

@@ -56,7 +56,8 @@ def write_table(
     Args:
         uri: A local path or any fsspec URL.
         data: The rows (see the module docstring for what is accepted).
-        primary_key: The key column or columns; required to create the table (they become NOT NULL).
+        primary_key: The key column or columns of a new table (they become NOT NULL); without it the new table is
+            an append table (no key: rows are appended, never merged).
         partition_by: The partition column or columns (among the key); ``partition_keys`` of ``create_table``.
         mode: ``"error"``, ``"append"``, ``"overwrite"`` or ``"ignore"``: what to do when the table exists.
         partition: With ``mode="overwrite"``: replace only this partition (``{"dt": "2024-05-01"}``; the rows
@@ -74,7 +75,7 @@ def write_table(
             differ from the existing table's.
         SchemaError: The data does not fit the existing table (the message names the column), or the key
             columns are not in the data.
-        ArgumentError: A missing ``primary_key`` for a new table, an unknown ``mode``, a ``partition``
+        ArgumentError: An unknown ``mode``, a ``partition``
             without ``mode="overwrite"``.
 
     Example:
@@ -173,12 +174,8 @@ def write_source(
             overwrite = {}  # every partition: the whole table, as write_deltalake's overwrite
         rows = source.rows(table.schema)
         return WriteOutcome(table, False, table.write(rows, overwrite=overwrite, cast=cast, progress=progress))
-    if keys is None:
-        given = _arg("primary_key", flags)
-        raise ArgumentError(
-            given, f"is required: no table at {uri}; give {given} to create it from the data (the key columns)"
-        )
     schema = source.schema()
+    keys = keys or ()  # no key: an append table
     for k in (*keys, *parts):
         if k not in schema.names:
             raise SchemaError(f"is not a column of the data ({schema.names})", k)

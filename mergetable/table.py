@@ -55,19 +55,20 @@ log = logging.getLogger(__name__)
 def create_table(
     uri: str,
     schema: pa.Schema,
-    primary_key: Sequence[str],
+    primary_key: Sequence[str] | None = None,
     partition_keys: Sequence[str] = (),
     options: dict[str, str] | None = None,
     storage_options: dict[str, Any] | None = None,
     comment: str | None = None,
     exist_ok: bool = False,
 ) -> Table:
-    """Create a primary-key table at ``uri`` and return it.
+    """Create a table at ``uri`` and return it: a primary-key table, or without ``primary_key`` an append table
+    (rows kept as written, in commit order; Paimon's append table, ``bucket`` -1 by default).
 
     Args:
         uri: A local path or any fsspec URL (``s3://bucket/warehouse/t``).
         schema: The columns; the primary key columns become NOT NULL.
-        primary_key: The key columns; partition keys must be among them.
+        primary_key: The key columns; partition keys must be among them. None or empty: an append table.
         partition_keys: Columns whose values name the table's directories.
         options: Table options by Paimon name (``{"bucket": "4", "merge-engine": "partial-update"}``).
         storage_options: Passed to fsspec (credentials, endpoint).
@@ -83,6 +84,9 @@ def create_table(
         >>> t = mt.create_table(tempfile.mkdtemp(), pa.schema([("id", pa.int64()), ("v", pa.string())]), ["id"])
         >>> t.primary_key
         ('id',)
+        >>> events = mt.create_table(tempfile.mkdtemp(), pa.schema([("event", pa.string())]))
+        >>> events.primary_key, events.options["bucket"]
+        ((), '-1')
     """
     fileio = FileIO(uri, storage_options)
     table_schema = TableSchema.create(schema, primary_key, partition_keys, options, comment)
@@ -430,6 +434,8 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
         partitions: Sequence[dict[str, Any]] | None = None,
         executor: Executor | None = None,
         progress: bool | Progress | None = None,
+        order_by: Sequence[str] | None = None,
+        strategy: str = "order",
     ) -> Snapshot | None:
         """Compact now and commit one COMPACT snapshot (None when nothing needed compacting).
 
@@ -437,16 +443,19 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
         universal compaction picks for it. ``partitions``: partial specs such as ``[{"dt": "2024-01-01"}]``.
         A concurrent conflicting commit makes the changed buckets compact again on the new snapshot;
         :class:`CommitConflictError` when that keeps failing (the table is then unchanged). ``progress``: a bar
-        over the buckets (True/False; default: when run interactively), or hooks of one's own.
+        over the buckets (True/False; default: when run interactively), or hooks of one's own. ``order_by``
+        (append tables): a sort compaction, every selected bucket rewritten in the order of those columns,
+        ``strategy`` ``"order"`` (sorted) or ``"zorder"`` (Z-order of all of them), so that filtered reads skip
+        files by their statistics (Paimon's ``order_strategy``, Delta's ``OPTIMIZE ZORDER BY``).
 
         Example:
             >>> t.compact(full=True, progress=False).id, len(t.files())
             (3, 1)
         """
         if isinstance(progress, Progress):
-            return self.compaction_job(executor, progress).compact(full, partitions)
+            return self.compaction_job(executor, progress).compact(full, partitions, order_by, strategy)
         with bar("compact", "bucket", wanted(progress)) as hooks:
-            return self.compaction_job(executor, hooks).compact(full, partitions)
+            return self.compaction_job(executor, hooks).compact(full, partitions, order_by, strategy)
 
     # -- notebook view (the repr and _repr_html_ come from DataViews) ----------------------------------
     def snapshots(self) -> list[Snapshot]:

@@ -15,6 +15,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "mergetable create orders --column 'id BIGINT' --column 'dt STRING' --column 'amount DECIMAL(12, 2)' \\\n"
         "    --primary-key id,dt --partition-by dt --option bucket=4",
         "mergetable create orders --like orders.parquet --primary-key id",
+        "mergetable create events --like events.parquet --partition-by dt   # no key: an append table",
     ),
     "write": (
         "mergetable write orders day1.parquet day2.parquet",
@@ -30,7 +31,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "history": ("mergetable history orders --limit 10", "mergetable --json history orders --no-compaction"),
     "schema": ("mergetable schema orders", "mergetable schema orders --snapshot 3 --json"),
     "describe": ("mergetable describe orders", "mergetable describe orders --json"),
-    "compact": ("mergetable compact orders", "mergetable compact orders --full --partition dt=2024-05-01"),
+    "compact": (
+        "mergetable compact orders",
+        "mergetable compact orders --full --partition dt=2024-05-01",
+        "mergetable compact events --order-by user,ts --strategy zorder   # an append table: cluster its files",
+    ),
     "snapshots": ("mergetable snapshots orders --limit 5",),
     "files": ("mergetable files orders --snapshot 3",),
     "read": (

@@ -61,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--partition", action="append", default=[], metavar="K=V[,K=V]", help="only this partition (repeatable)"
     )
+    p.add_argument("--order-by", default=None, metavar="C[,C]", help="append tables: rewrite sorted by these columns")
+    p.add_argument("--strategy", choices=["order", "zorder"], default="order", help="of --order-by (default: order)")
     progress.add_progress_option(p)
     p.set_defaults(run=_compact)
 
@@ -146,7 +148,13 @@ def _columns(text: str | None) -> list[str] | None:
 def _compact(table: Table, args: argparse.Namespace, out: Output) -> None:
     partitions = [key_values([spec], "partition") for spec in args.partition] or None
     with progress.bar("compacting", "bucket", progress.wanted(args, out.as_json)) as bar:
-        snap = table.compact(full=args.full, partitions=partitions, progress=bar)
+        snap = table.compact(
+            full=args.full,
+            partitions=partitions,
+            progress=bar,
+            order_by=_columns(args.order_by),
+            strategy=args.strategy,
+        )
     if snap is None:
         out.emit({"snapshot": None, "buckets": 0}, "nothing to compact")
         return

@@ -1,6 +1,6 @@
 """The commands that make or change a table's rows: ``create``, ``write`` and ``delete``.
 
-    mergetable create URI (--column 'NAME TYPE' ... | --like FILE) --primary-key K[,K] [--partition-by P[,P]]
+    mergetable create URI (--column 'NAME TYPE' ... | --like FILE) [--primary-key K[,K]] [--partition-by P[,P]]
                           [--option K=V ...] [--comment TEXT] [--if-not-exists]
     mergetable write URI FILE [FILE ...] [--format parquet|csv|json] [--mode append|overwrite|error|ignore]
                           [--partition K=V[,K=V]] [--cast] [--primary-key K[,K] [--partition-by P] [--option K=V]]
@@ -8,10 +8,10 @@
 
 ``write`` reads Parquet, CSV or JSON Lines files (or directories of them) with pyarrow's dataset reader, a batch
 at a time, and commits them as one snapshot through :func:`mergetable.from_data.write_source`, the steps of
-``mt.write_table``: the same modes, checks and errors. When no table exists at ``URI`` and ``--primary-key`` is
-given, it creates one from the first file's schema, as deltalake's ``write_deltalake`` does; ``--mode error``
-refuses an existing table, ``--mode ignore`` leaves it untouched and ``--mode overwrite`` replaces all of its
-rows, or only those of the ``--partition K=V`` given. ``TYPE`` is a Paimon type string (``BIGINT``,
+``mt.write_table``: the same modes, checks and errors. When no table exists at ``URI``, it creates one from the
+first file's schema (an append table without ``--primary-key``), as deltalake's ``write_deltalake`` does;
+``--mode error`` refuses an existing table, ``--mode ignore`` leaves it untouched and ``--mode overwrite``
+replaces all of its rows, or only those of the ``--partition K=V`` given. ``TYPE`` is a Paimon type string (``BIGINT``,
 ``DECIMAL(12, 2)``, ``STRING NOT NULL``); ``EXPR`` is the filter text of ``read --filter`` (``id>=5``).
 """
 
@@ -45,14 +45,14 @@ MODES = ("append", "overwrite", "error", "ignore")
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add ``create``, ``write`` and ``delete`` to the subcommands ``sub`` of the ``mergetable`` parser."""
-    p = add_command(sub, "create", [common], "create an empty primary-key table")
+    p = add_command(sub, "create", [common], "create an empty table (without --primary-key: an append table)")
     columns = p.add_mutually_exclusive_group(required=True)
     columns.add_argument(
         "--column", action="append", default=[], metavar="'NAME TYPE'", help="a column and its Paimon type"
     )
     columns.add_argument("--like", metavar="FILE", default=None, help="take the columns from a data file's schema")
     p.add_argument("--format", choices=sorted(set(FORMATS.values())), default=None, help="of --like (by extension)")
-    _layout_options(p, required=True)
+    _layout_options(p, required=False, creating=True)
     p.add_argument("--comment", default=None, help="free text stored with the schema")
     p.add_argument("--if-not-exists", action="store_true", help="succeed when a table with this key exists")
     p.set_defaults(run_at=_create)
@@ -80,9 +80,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(run=_delete)
 
 
-def _layout_options(p: argparse.ArgumentParser, required: bool) -> None:
-    when = "" if required else " (when write creates the table)"
-    p.add_argument("--primary-key", required=required, default=None, metavar="K[,K]", help="key columns" + when)
+def _layout_options(p: argparse.ArgumentParser, required: bool, creating: bool = False) -> None:
+    when = "" if required or creating else " (when write creates the table)"
+    keys = "key columns (none: an append table, rows kept as written)" if creating else "key columns" + when
+    p.add_argument("--primary-key", required=required, default=None, metavar="K[,K]", help=keys)
     p.add_argument("--partition-by", default=None, metavar="P[,P]", help="partition columns" + when)
     p.add_argument("--option", action="append", default=[], metavar="K=V", help="table option" + when)
 

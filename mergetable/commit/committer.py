@@ -89,7 +89,10 @@ class Committer:
         out = []
         data_msgs = [m for m in messages if m.new_files or m.deleted_files or m.changelog_files]
         if data_msgs or overwrite is not None:
-            kind = CommitKind.OVERWRITE if overwrite is not None else CommitKind.APPEND
+            # A commit that removes files (an append table's copy-on-write delete or update) is an overwrite:
+            # the files it removes must still be live.
+            removes = any(m.deleted_files for m in data_msgs)
+            kind = CommitKind.OVERWRITE if overwrite is not None or removes else CommitKind.APPEND
             out.append(self._commit_with_retry(data_msgs, kind, identifier, overwrite, properties, txn, precondition))
         compact_msgs = [
             m

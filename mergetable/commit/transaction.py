@@ -41,6 +41,7 @@ from mergetable.core.schema import TableSchema
 from mergetable.core.txn import Txn
 from mergetable.merge import MergeFunction
 from mergetable.metadata.models import CommitMessage, Snapshot
+from mergetable.write.append import AppendWriter
 from mergetable.write.input import RowKindArg
 from mergetable.write.writer import TableWriter
 
@@ -74,8 +75,10 @@ class TxState(enum.Enum):
 
 
 def open_writer(fileio: FileIO, schema: TableSchema, merge_function: MergeFunction) -> TableWriter:
-    """A table writer whose ``abort`` deletes its files through :func:`discard_uncommitted`."""
-    return TableWriter(fileio, schema, merge_function, functools.partial(discard_uncommitted, fileio, schema))
+    """A table writer whose ``abort`` deletes its files through :func:`discard_uncommitted` (an
+    :class:`AppendWriter` for a table without a primary key)."""
+    writer = AppendWriter if schema.is_append_table else TableWriter
+    return writer(fileio, schema, merge_function, functools.partial(discard_uncommitted, fileio, schema))
 
 
 class WriteTransaction:

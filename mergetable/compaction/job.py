@@ -27,6 +27,8 @@ from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.schemas import SchemaManager
 from mergetable.commit.snapshots import SnapshotManager
 from mergetable.commit.transaction import WriteTransaction
+from mergetable.compaction.append import AppendCompactor, pick_runs
+from mergetable.compaction.clustering import Strategy, check_strategy, sort_columns
 from mergetable.compaction.compaction import BucketCompactor
 from mergetable.core.buckets import BucketId, Partition, bucket_order
 from mergetable.core.errors import (
@@ -66,6 +68,9 @@ class BucketPlan(JsonModel):
     full: bool = False
     index_files: tuple[IndexFileMeta, ...] = ()
     """The bucket's deletion-vector index files on the planned snapshot (a deletion-vector table)."""
+    order_by: tuple[str, ...] = ()
+    """A sort compaction of an append table: its rows rewritten in this order (see ``strategy``)."""
+    strategy: Strategy = "order"
 
     @property
     def bucket_id(self) -> BucketId:
@@ -78,8 +83,13 @@ Executor = Callable[[Sequence[BucketPlan]], list[CommitMessage]]
 
 def run_plan(fileio: FileIO, schema: TableSchema, merge_function: MergeFunction, plan: BucketPlan) -> CommitMessage:
     """Compact one planned bucket; an empty message when nothing was worth doing."""
-    compactor = BucketCompactor(fileio, schema, merge_function)
-    result = compactor.compact(plan.partition, plan.bucket, plan.files, plan.full, plan.index_files)
+    if schema.is_append_table:
+        compactor = AppendCompactor(fileio, schema, merge_function)
+        result = compactor.compact(plan.partition, plan.bucket, plan.files, plan.full, plan.order_by, plan.strategy)
+    else:
+        result = BucketCompactor(fileio, schema, merge_function).compact(
+            plan.partition, plan.bucket, plan.files, plan.full, plan.index_files
+        )
     if result is None:
         return CommitMessage(partition=plan.partition, bucket=plan.bucket, total_buckets=plan.total_buckets)
     return CommitMessage(
@@ -115,6 +125,9 @@ class CompactionJob:
         self.indexes = IndexManifestIO(fileio)
         self.executor = executor or self._run_here
         self.progress = progress or Progress()
+        self.order_by: tuple[str, ...] = ()
+        """Set by :meth:`compact`: the columns of a sort compaction (append tables), in ``strategy``'s order."""
+        self.strategy: Strategy = "order"
 
     def _run_here(self, plans: Sequence[BucketPlan]) -> list[CommitMessage]:
         """Compact the planned buckets in this process, a few at a time (Parquet and Arrow release the GIL)."""
@@ -147,7 +160,12 @@ class CompactionJob:
     ) -> BucketPlan | None:
         """A plan for the bucket of ``entries`` (with ``index_files``) if it has something worth compacting."""
         files = [e.file for e in entries]
-        if self.compactor.pick(self.compactor.levels(files), full, index_files) is None:
+        if self.order_by:
+            pass  # a sort compaction rewrites every bucket it selects
+        elif self.schema.is_append_table:
+            if not pick_runs(files, self.options, full):
+                return None
+        elif self.compactor.pick(self.compactor.levels(files), full, index_files) is None:
             return None
         first = entries[0]
         return BucketPlan(
@@ -157,14 +175,28 @@ class CompactionJob:
             files=tuple(files),
             full=full,
             index_files=tuple(index_files),
+            order_by=self.order_by,
+            strategy=self.strategy,
         )
 
     def runs(self, entries: Sequence[ManifestEntry]) -> int:
+        if self.schema.is_append_table:  # no sorted runs: reads never merge, nothing stalls a writer
+            return 0
         return self.compactor.levels([e.file for e in entries]).number_of_sorted_runs()
 
     # -- the loop -------------------------------------------------------------------------------------
-    def compact(self, full: bool = False, partitions: Sequence[Mapping[str, Any]] | None = None) -> Snapshot | None:
-        """The dedicated compaction: every bucket (of ``partitions``) that needs it, or a full compaction."""
+    def compact(
+        self,
+        full: bool = False,
+        partitions: Sequence[Mapping[str, Any]] | None = None,
+        order_by: Sequence[str] | None = None,
+        strategy: str = "order",
+    ) -> Snapshot | None:
+        """The dedicated compaction: every bucket (of ``partitions``) that needs it, or a full compaction; with
+        ``order_by`` (append tables) a sort compaction of every selected bucket (``strategy`` ``order`` or
+        ``zorder``, :mod:`mergetable.compaction.clustering`)."""
+        if order_by is not None:
+            self.order_by, self.strategy = sort_columns(self.schema, order_by), check_strategy(strategy)
         select = partition_selector(self.schema, partitions)
         return self.run(full=full, select=select, properties=_FULL if full and partitions is None else None)
 

@@ -35,7 +35,6 @@ PAIMON_UNSUPPORTED_OPTIONS: frozenset[str] = frozenset(
         "commit.callbacks",
         "compaction.force-up-level-0",
         "compaction.max.file-num",
-        "compaction.min.file-num",
         "compaction.total-size-threshold",
         "cross-partition-upsert.bootstrap-parallelism",
         "cross-partition-upsert.index-ttl",

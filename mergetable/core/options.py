@@ -66,6 +66,10 @@ DEFAULT_SPLIT_SIZE = 128 * MIB
 DEFAULT_WRITE_BUFFER_SIZE = 256 * MIB
 #: Default ``target-file-size`` of a data file.
 DEFAULT_TARGET_FILE_SIZE = 128 * MIB
+#: Default ``target-file-size`` of an append table (a table without a primary key), as in Paimon.
+DEFAULT_APPEND_TARGET_FILE_SIZE = 256 * MIB
+#: ``bucket`` of an append table without buckets (Paimon's bucket-unaware mode, the default for append tables).
+UNAWARE_BUCKET = -1
 
 
 def _lower(value: object) -> object:
@@ -129,6 +133,7 @@ class TableOptions(BaseModel):
     write_buffer_size: MemorySize = Field(DEFAULT_WRITE_BUFFER_SIZE, alias="write-buffer-size")
     target_file_size: MemorySize = Field(DEFAULT_TARGET_FILE_SIZE, alias="target-file-size")
     write_only: Bool = Field(False, alias="write-only")
+    write_mode: Literal["auto", "append-only", "change-log"] | None = Field(None, alias="write-mode")
     dynamic_partition_overwrite: Bool = Field(True, alias="dynamic-partition-overwrite")
     # reading
     read_batch_size: Int = Field(DEFAULT_READ_BATCH_SIZE, alias="read.batch-size")
@@ -168,6 +173,7 @@ class TableOptions(BaseModel):
     lookup_wait: Bool = Field(True, alias="lookup-wait")
     force_lookup: Bool = Field(False, alias="force-lookup")
     commit_force_compact: Bool = Field(False, alias="commit.force-compact")
+    compaction_min_file_num: Int = Field(5, alias="compaction.min.file-num")
     compaction_delete_ratio_threshold: float = Field(0.2, alias="compaction.delete-ratio-threshold")
     # deletion vectors (merge-on-write)
     deletion_vectors_enabled: Bool = Field(False, alias="deletion-vectors.enabled")
@@ -176,9 +182,9 @@ class TableOptions(BaseModel):
     deletion_vector_index_file_target_size: MemorySize = Field(2 * MIB, alias="deletion-vector.index-file.target-size")
 
     def _check_ranges(self) -> TableOptions:
-        if self.bucket == -1 or self.bucket == -2:
-            raise OptionsError("bucket", f"bucket={self.bucket} (dynamic/postpone bucket mode) is not supported")
-        if not 1 <= self.bucket <= INT32_MAX:
+        if self.bucket == -2:
+            raise OptionsError("bucket", "bucket=-2 (postpone bucket mode) is not supported")
+        if self.bucket != UNAWARE_BUCKET and not 1 <= self.bucket <= INT32_MAX:
             raise OptionsError("bucket", f"must be between 1 and {INT32_MAX}, got {self.bucket}")
         if self.file_format.lower() != "parquet":
             raise OptionsError("file.format", f"only 'parquet' is supported, got '{self.file_format}'")
@@ -199,6 +205,12 @@ class TableOptions(BaseModel):
         check_name_option("data-file.prefix", self.data_file_prefix)
         check_name_option("changelog-file.prefix", self.changelog_file_prefix)
         check_name_option("partition.default-name", self.partition_default_name, leading=False)
+        if self.compaction_min_file_num < 1:
+            raise OptionsError("compaction.min.file-num", f"must be >= 1, got {self.compaction_min_file_num}")
+        if not 0.0 < self.compaction_delete_ratio_threshold <= 1.0:
+            raise OptionsError(
+                "compaction.delete-ratio-threshold", f"must be in (0, 1], got {self.compaction_delete_ratio_threshold}"
+            )
         if self.commit_max_retries < 0:
             raise OptionsError("commit.max-retries", "must be >= 0")
         if self.manifest_merge_min_count < 1:
@@ -386,7 +398,9 @@ def _options_error(exc: ValidationError, plain: dict[str, str]) -> OptionsError:
 
 
 __all__ = [
+    "DEFAULT_APPEND_TARGET_FILE_SIZE",
     "TABLE_OPTION_KEYS",
+    "UNAWARE_BUCKET",
     "ChangelogProducer",
     "DeleteBehavior",
     "MergeEngine",

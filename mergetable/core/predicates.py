@@ -200,7 +200,7 @@ def candidate_buckets(
     dnf: list[Conjunct] | None, bucket_keys: Sequence[str], num_buckets: int, schema: pa.Schema
 ) -> set[int] | None:
     """Buckets that can hold matching rows, or None if every bucket may (no full bucket-key equality)."""
-    if dnf is None or num_buckets == 1:
+    if dnf is None or num_buckets <= 1 or not bucket_keys:  # -1: an append table without buckets
         return None
     found: set[int] = set()
     for conj in dnf:

@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from mergetable.core import arguments
+from mergetable.core.append import append_defaults, check_append_options, check_key_table_options
 from mergetable.core.errors import SchemaError, UnsupportedError
 from mergetable.core.model import JsonModel, Versioned
 from mergetable.core.option_map import did_you_mean
@@ -205,16 +206,17 @@ class TableSchema(Versioned):
     def create(
         cls,
         schema: pa.Schema,
-        primary_key: Sequence[str],
+        primary_key: Sequence[str] | None,
         partition_keys: Sequence[str] | None = (),
         options: dict[str, str] | None = None,
         comment: str | None = None,
     ) -> TableSchema:
-        """Validate a user schema and options into schema 0."""
+        """Validate a user schema and options into schema 0 (no primary key: an append table, see
+        :mod:`mergetable.core.append`)."""
         schema = arguments.arrow_schema(schema)
-        pk = arguments.name_list(primary_key, "primary_key")
+        pk = arguments.name_list(primary_key, "primary_key", allow_none=True)
         parts = arguments.name_list(partition_keys, "partition_keys", allow_none=True)
-        opts = TableOptions.from_map(options)
+        opts = TableOptions.from_map(options if pk else append_defaults(options))
         names = [f.name for f in schema]
         if len(set(names)) != len(names):
             dup = next(n for n in names if names.count(n) > 1)
@@ -222,20 +224,18 @@ class TableSchema(Versioned):
         for n in names:
             if n.startswith(RESERVED_PREFIXES):
                 raise SchemaError(f"column names starting with {RESERVED_PREFIXES} are reserved", n)
-        if not pk:
-            raise UnsupportedError("a primary key is required (append-only tables are not supported)")
         for kind, cols in (("primary key", pk), ("partition key", parts)):
             for c in cols:
                 check_column(c, names, f"{kind} column")
             if len(set(cols)) != len(cols):
                 raise SchemaError(f"{kind} lists a column twice: {list(cols)}")
         missing = [p for p in parts if p not in pk]
-        if missing:
+        if pk and missing:
             raise UnsupportedError(
                 f"primary key {list(pk)} must contain every partition key; missing {missing} "
                 "(cross-partition upsert needs dynamic buckets, which are not supported)"
             )
-        if set(pk) == set(parts):
+        if pk and set(pk) == set(parts):
             raise SchemaError(f"primary key {list(pk)} must not be the same as the partition keys")
         fields = []
         for i, f in enumerate(schema):
@@ -265,7 +265,11 @@ class TableSchema(Versioned):
         opts = self.table_options
         names = self.column_names
         trimmed = self.trimmed_primary_keys
-        for c in opts.bucket_key:
+        if self.is_append_table:
+            check_append_options(opts, names, self.partition_keys)
+        else:
+            check_key_table_options(opts)
+        for c in opts.bucket_key if trimmed else ():
             check_column(c, names, "bucket-key column")
             if c not in trimmed:
                 raise SchemaError(
@@ -329,6 +333,15 @@ class TableSchema(Versioned):
     def column_names(self) -> tuple[str, ...]:
         return tuple(f.name for f in self.fields)
 
+    @property
+    def is_append_table(self) -> bool:
+        """Whether the table has no primary key: an append table (rows kept as written, no merge).
+
+        >>> TableSchema.create(pa.schema([("event", pa.string())]), None).is_append_table
+        True
+        """
+        return not self.primary_keys
+
     @cached_property
     def trimmed_primary_keys(self) -> tuple[str, ...]:
         """The key stored and merged on: the primary key without partition keys."""
@@ -343,9 +356,11 @@ class TableSchema(Versioned):
         """Schema of key-value data files: key columns, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``, other columns.
 
         Value columns are nullable in files even when the table declares them NOT NULL: a retract record
-        (-U/-D) needs only its key.
+        (-U/-D) needs only its key. An append table's files hold the table's columns only, as declared.
         """
         arrow = self.arrow_schema
+        if self.is_append_table:
+            return arrow
         keys = [arrow.field(k) for k in self.trimmed_primary_keys]
         rest = [f.with_nullable(True) for f in arrow if f.name not in self.trimmed_primary_keys]
         system = [pa.field(SEQUENCE_NUMBER, pa.int64(), False), pa.field(VALUE_KIND, pa.int8(), False)]

@@ -9,7 +9,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from mergetable.commit.result import CommitResult
+from mergetable.core.errors import UnsupportedError
 from mergetable.core.predicates import Filters
+from mergetable.dml.append import delete_rows, update_rows
 from mergetable.dml.apply import DmlTable
 from mergetable.dml.history import history
 from mergetable.dml.merge import MergeBuilder
@@ -47,6 +49,8 @@ class RowLevelOperations:
             >>> t.read().to_pydict()
             {'id': [2], 'v': ['B']}
         """
+        if _dml(self).table_schema.is_append_table:
+            return delete_rows(_dml(self), filter)
         return delete_where(_dml(self), filter)
 
     def delete_keys(self, keys: Any) -> CommitResult:
@@ -103,6 +107,8 @@ class RowLevelOperations:
             >>> t.read().to_pydict()
             {'id': [1, 2], 'v': ['upper(v)', 'B!']}
         """
+        if _dml(self).table_schema.is_append_table:
+            return update_rows(_dml(self), filter, set or {}, new_values or {})
         return update_where(_dml(self), filter, set or {}, new_values or {})
 
     def merge(
@@ -129,6 +135,10 @@ class RowLevelOperations:
             >>> t.read().to_pydict()
             {'id': [1, 2, 3], 'v': ['a', 'x', 'c']}
         """
+        if _dml(self).table_schema.is_append_table:
+            raise UnsupportedError(
+                "merge() needs a primary key; on an append table use delete(filter)/update(filter, ...) and write()"
+            )
         return MergeBuilder(_dml(self), source, on, source_alias, target_alias)
 
     def history(self, limit: int | None = None, include_compaction: bool = True) -> ResultTable:

@@ -128,7 +128,7 @@ class TableDescription:
         parts = f", partitioned by {', '.join(self.partition_keys)}" if self.partition_keys else ""
         return [
             f"{self.uri} ({version}): {self.files} files, {self.records:,} records, {human_bytes(self.bytes)}",
-            f"key {', '.join(self.primary_key)}{parts}; {len(self.buckets)} bucket(s) with files "
+            f"{_key_text(self.primary_key)}{parts}; {len(self.buckets)} bucket(s) with files "
             f"(bucket option {self.bucket_option})",
         ]
 
@@ -312,6 +312,11 @@ def _runs(n: int) -> str:
 
 def _sortable(partition: tuple[str | None, ...]) -> tuple[tuple[bool, str], ...]:
     return tuple((v is not None, v or "") for v in partition)
+
+
+def _key_text(primary_key: tuple[str, ...]) -> str:
+    """``key a, b``, or what a table without a key is."""
+    return f"key {', '.join(primary_key)}" if primary_key else "append table (no primary key)"
 
 
 __all__ = [

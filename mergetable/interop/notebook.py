@@ -143,9 +143,12 @@ def _summary(d: TableDescription, schema: pa.Schema, options: dict[str, str]) ->
         ("version", version),
         ("records", f"{d.records:,} in {d.files} files ({human_bytes(d.bytes)})"),
         ("schema", ", ".join(f"{f.name} {f.type}{'' if f.nullable else ' not null'}" for f in schema)),
-        ("primary key", ", ".join(d.primary_key)),
+        ("primary key", ", ".join(d.primary_key) or "none (an append table)"),
         ("partitioned by", ", ".join(d.partition_keys) or "-"),
-        ("buckets", f"{fixed} per partition" if fixed > 0 else "dynamic"),
+        (
+            "buckets",
+            f"{fixed} per partition" if fixed > 0 else "none (bucket-unaware)" if not d.primary_key else "dynamic",
+        ),
         ("files per level", levels),
         ("options", ", ".join(f"{k}={v}" for k, v in non_default_options(options).items()) or "defaults"),
     ]

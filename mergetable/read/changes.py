@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.snapshots import SnapshotManager
 from mergetable.core.buckets import BucketId, bucket_order
+from mergetable.core.errors import UnsupportedError
 from mergetable.core.options import ChangelogProducer
 from mergetable.core.predicates import Conjunct
 from mergetable.core.rowkind import ROW_KIND_COLUMN, RowKind, is_retract, kinds_to_strings
@@ -194,7 +195,13 @@ def change_schema(reader: SplitReader) -> pa.Schema:
 def read_change_split(reader: SplitReader, change: ChangeSplit) -> Iterator[pa.Table]:
     """The rows of one change split: the reader's columns plus ``_row_kind``."""
     split = change.split
-    if change.kind is ChangeKind.FULL:
+    append = reader.schema.is_append_table
+    if append and change.kind is ChangeKind.DIFF:
+        raise UnsupportedError(
+            "the diff of two snapshots of an append table (no primary key) is not supported: read its commits' "
+            "appended rows (mode='delta')"
+        )
+    if change.kind is ChangeKind.FULL or append:  # an append table's delta: its files' rows, all +I
         for table in reader.read_split(split):
             kinds = pa.array(np.full(table.num_rows, "+I", dtype=object), pa.string())
             yield table.append_column(ROW_KIND_FIELD, kinds)

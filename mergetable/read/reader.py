@@ -81,7 +81,8 @@ class SplitReader:
         filter_cols = [p[0] for c in (dnf or []) for p in c]
         wanted = list(dict.fromkeys([*self.columns, *filter_cols]))
         values = [c for c in merge_function.required_columns(wanted) if c not in keys]
-        self.read_columns = [*keys, SEQUENCE_NUMBER, VALUE_KIND, *[c for c in schema.column_names if c in values]]
+        system = [] if schema.is_append_table else [SEQUENCE_NUMBER, VALUE_KIND]  # append files: user columns
+        self.read_columns = [*keys, *system, *[c for c in schema.column_names if c in values]]
         self.read_columns = list(dict.fromkeys(self.read_columns))
         key_dnf = restrict(dnf, keys)
         self.key_filter = to_expression(key_dnf, schema.arrow_schema) if key_dnf is not None else None

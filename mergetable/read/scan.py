@@ -27,6 +27,7 @@ from mergetable.core.paths import PathFactory
 from mergetable.core.predicates import Conjunct, candidate_buckets, comparable, may_match
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import DataFileMeta, ManifestEntry, Snapshot
+from mergetable.read.append import append_sections, may_hold
 from mergetable.read.datafile import RowGroupSlice, row_group_stats
 from mergetable.read.key_ranges import KeyRange, cut_points, ranges_of, runs_in_range
 from mergetable.read.projection import FileProjection
@@ -179,6 +180,8 @@ class Planner:
             }
             if not may_match(dnf, ranges.get, self.arrow):
                 continue
+            if schema.is_append_table and not may_hold(e, dnf, schema):
+                continue
             out.append(e)
         return out
 
@@ -209,8 +212,10 @@ class Planner:
         for (partition, bucket), group in sorted(by_bucket.items(), key=lambda kv: bucket_order(kv[0])):
             files = [e.file for e in group]
             dv = None if vectors is None else vectors.get((partition, bucket), {})
-            if dv is not None and all(f.level > 0 for f in files):
-                found: list[Section] = [[[f]] for f in sorted(files, key=self.comparator.min_key)]
+            if self.schema.is_append_table:
+                found: list[Section] = append_sections(files)
+            elif dv is not None and all(f.level > 0 for f in files):
+                found = [[[f]] for f in sorted(files, key=self.comparator.min_key)]
             else:
                 found = interval_partition(files, self.comparator)
             if sections != "all":

@@ -243,7 +243,8 @@ def write(
 
     Args:
         df: the rows to write (with a row-kind column when ``row-kind-column`` names one).
-        uri: the table's location; the table is created on the first write.
+        uri: the table's location; the table is created on the first write (without ``primary_key``: an
+            append table, whose rows are written where they are, no shuffle).
         mode: ``append`` or ``overwrite``.
         options: write and table options as in ``df.write.option(...)``
             (``{"fields.total.aggregate-function": "sum"}``).
@@ -253,7 +254,7 @@ def write(
         **kwargs: more options, with ``_`` for ``-`` (``primary_key="id"``, ``bucket=4``).
 
     Raises:
-        OptionsError: a bad ``mode`` or option, or no ``primary_key`` for a table that does not exist yet.
+        OptionsError: a bad ``mode`` or option.
 
     Example:
         >>> df = spark.createDataFrame([(1, 10.0), (2, 5.5)], "id long, total double")  # doctest: +SKIP
@@ -275,11 +276,12 @@ def write(
     if table_exists(uri, wo.storage):
         schema: TableSchema = open_table(uri, wo.storage).table_schema
     else:
-        if not wo.primary_key:
-            raise OptionsError("primary-key", f"no table at {uri} yet: give primary_key=... to create it")
         rk = wo.row_kind_column or ("_row_kind" if "_row_kind" in df.columns else None)
         data = df.drop(rk).schema if rk else df.schema
         schema = TableSchema.create(arrow_schema_of(data), wo.primary_key, wo.partition_keys or (), wo.table_options)
+    if schema.is_append_table and schema.table_options.bucket < 1:  # no buckets: written where the rows are
+        df.write.format("mergetable").mode(mode).options(**opts).save(uri)
+        return
     keys = list(schema.bucket_keys)
     types = [schema.arrow_type(k) for k in keys]
     partition_cols: list[Column] = [F.col(p) for p in schema.partition_keys]

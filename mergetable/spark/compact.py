@@ -53,12 +53,15 @@ def compact(
     partitions: Sequence[Mapping[str, Any]] | None = None,
     storage_options: dict[str, Any] | None = None,
     parallelism: int | None = None,
+    order_by: Sequence[str] | None = None,
+    strategy: str = "order",
 ) -> Snapshot | None:
     """Compact the table at ``uri`` with Spark and return the COMPACT snapshot (None: nothing to do).
 
     ``full`` compacts every bucket into the top level (and produces the full-compaction changelog);
     otherwise each bucket gets the compaction universal compaction picks. ``partitions``: partial specs
     such as ``[{"dt": "2024-01-01"}]``. ``parallelism``: at most this many tasks (default: one per bucket).
+    ``order_by``, ``strategy``: a sort compaction of an append table (see :meth:`mergetable.Table.compact`).
     """
     table = open_table(uri, storage_options)
     sc = spark.sparkContext
@@ -87,7 +90,11 @@ def compact(
     snapshot: Snapshot | None = None
     try:
         snapshot = table.compact(
-            full=full, partitions=[dict(p) for p in partitions] if partitions else None, executor=execute
+            full=full,
+            partitions=[dict(p) for p in partitions] if partitions else None,
+            executor=execute,
+            order_by=order_by,
+            strategy=strategy,
         )
         return snapshot
     finally:

@@ -34,7 +34,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 from mergetable.commit.schemas import table_identity
 from mergetable.commit.transaction import WriteTransaction
 from mergetable.core import paths
-from mergetable.core.errors import AlreadyCommittedError, OptionsError, SchemaError, TableRecreatedError
+from mergetable.core.errors import AlreadyCommittedError, SchemaError, TableRecreatedError
 from mergetable.core.fileio import FileIO
 from mergetable.core.option_values import MIB
 from mergetable.core.options import MergeEngine
@@ -176,11 +176,7 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
             target_columns=None if len(present) == len(table.schema) else tuple(present),
             txn=wo.txn,
         )
-    if not wo.primary_key:
-        raise OptionsError(
-            "primary-key",
-            f"no table at {wo.uri} yet: give the primary key to create it, e.g. .option('primary-key', 'id')",
-        )
+    # Without 'primary-key' the table created is an append table (rows kept as written), as in Paimon.
     data = StructType([f for f in schema.fields if f.name not in ignore])
     created = TableSchema.create(arrow_schema_of(data), wo.primary_key, wo.partition_keys or (), wo.table_options)
     validate_merge_options(created)

@@ -54,10 +54,11 @@ def parquet_encodings(schema: TableSchema, sample: pa.Table) -> tuple[list[str],
     """
     keys = schema.trimmed_primary_keys
     fs = schema.file_schema
-    encodings = {SEQUENCE_NUMBER: "DELTA_BINARY_PACKED"}
+    system = not schema.is_append_table  # an append table's files hold no system columns
+    encodings = {SEQUENCE_NUMBER: "DELTA_BINARY_PACKED"} if system else {}
     if keys and fs.field(keys[0]).type in _DELTA_KEY_TYPES:
         encodings[keys[0]] = "DELTA_BINARY_PACKED"
-    dictionary = [VALUE_KIND]
+    dictionary = [VALUE_KIND] if system else []
     head = sample.slice(0, SAMPLE_ROWS)
     for f in fs:
         if f.name in encodings or f.name == VALUE_KIND:

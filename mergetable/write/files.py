@@ -60,7 +60,7 @@ def write_kv_files(
             name = PathFactory.new_data_file_name(prefix)
             path = f"{directory}/{name}"
             written.append(path)
-            end, size, parquet = _write_file(
+            end, size, parquet = write_rolling_file(
                 afs, path, rows, start, target, compression, opts.file_compression_level, schema
             )
             part = rows.slice(start, end - start)
@@ -77,7 +77,7 @@ def write_kv_files(
     return metas
 
 
-def _write_file(
+def write_rolling_file(
     afs: pafs.FileSystem,
     path: str,
     rows: pa.Table,

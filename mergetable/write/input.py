@@ -320,10 +320,12 @@ def split_by_bucket(table: pa.Table, schema: TableSchema) -> Iterator[tuple[tupl
     n = table.num_rows
     if n == 0:
         return
-    opts = schema.table_options
-    buckets = bucket_of([table.column(k) for k in schema.bucket_keys], opts.bucket, schema.bucket_keys)
+    # bucket -1 (an append table without buckets): every row of a partition goes to bucket 0
+    total = max(1, schema.table_options.bucket)
+    keys = schema.bucket_keys
+    buckets = bucket_of([table.column(k) for k in keys], total, keys) if keys else np.zeros(n, dtype=np.int32)
     part_ids, parts = _partition_ids(table, schema)
-    group = part_ids * opts.bucket + buckets
+    group = part_ids * total + buckets
     if (group == group[0]).all():
         yield parts[int(part_ids[0])], int(buckets[0]), table
         return
@@ -335,4 +337,4 @@ def split_by_bucket(table: pa.Table, schema: TableSchema) -> Iterator[tuple[tupl
     ends = np.concatenate([bounds, [n]])
     for s, e in zip(starts, ends, strict=True):
         g = int(sorted_group[s])
-        yield parts[g // opts.bucket], g % opts.bucket, take_rows(table, order[s:e])
+        yield parts[g // total], g % total, take_rows(table, order[s:e])

@@ -80,8 +80,8 @@ def test_every_command_has_examples_in_its_help_and_they_parse(run: Run) -> None
 
 def test_write_creates_the_table_from_the_files_then_appends(tmp_path: Path, run: Run, files: dict[str, str]) -> None:
     uri = str(tmp_path / "t")
-    code, out, err = run("write", uri, files["parquet"])
-    assert (code, out) == (EXIT_ERROR, "") and "give --primary-key to create it" in err
+    keyless = as_json(run, "write", str(tmp_path / "log"), files["parquet"])  # no key: an append table
+    assert keyless["created"] and mt.open_table(str(tmp_path / "log")).table_schema.is_append_table
     result = as_json(run, "write", uri, files["parquet"], "--primary-key", "id,dt", "--partition-by", "dt",
                      "--option", "bucket=2")  # fmt: skip
     assert result == {"snapshot": 1, "rows": 3, "files_added": 2, "created": True, "mode": "append"}
@@ -158,8 +158,14 @@ def test_create_from_columns_or_a_file(tmp_path: Path, run: Run, files: dict[str
     assert code == EXIT_ERROR and "column 'id'" in err and "FOO" in err
     code, _, err = run("create", str(tmp_path / "bad"), "--column", "id", "--primary-key", "id")
     assert code == EXIT_USAGE and "--column 'id'" in err
-    assert run("create", str(tmp_path / "bad"), "--column", "id BIGINT")[0] == EXIT_USAGE  # no --primary-key
+    assert run("create", str(tmp_path / "bad"))[0] == EXIT_USAGE  # neither --column nor --like
     assert not mt.table_exists(str(tmp_path / "bad"))
+    events = str(tmp_path / "events")  # no --primary-key: an append table
+    ok(run, "create", events, "--like", files["parquet"], "--partition-by", "dt")
+    assert mt.open_table(events).primary_key == () and mt.open_table(events).options["bucket"] == "-1"
+    ok(run, "write", events, files["parquet"], files["parquet"])
+    assert len(rows_of(events)) == 6  # rows kept as written, duplicates included
+    assert "6" in ok(run, "count", events)
 
 
 def test_delete_with_a_filter(tmp_path: Path, run: Run, files: dict[str, str]) -> None:

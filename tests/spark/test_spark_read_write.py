@@ -263,8 +263,9 @@ def test_table_created_from_options(spark: SparkSession, tmp_path: Path) -> None
 
 def test_creation_and_option_errors_are_clear(spark: SparkSession, tmp_path: Path) -> None:
     uri = str(tmp_path / "t")
-    with pytest.raises(Exception, match="primary-key"):
-        spark.range(1).write.format("mergetable").mode("append").save(uri)
+    with pytest.raises(Exception, match="bucket-key"):  # no primary key: an append table, its buckets need a key
+        spark.range(1).write.format("mergetable").mode("append").option("bucket", "2").save(uri)
+    assert not mt.table_exists(uri)
     with pytest.raises(Exception, match="bukket"):
         spark.range(1).write.format("mergetable").mode("append").option("primary-key", "id").option("bukket", "2").save(
             uri

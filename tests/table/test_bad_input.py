@@ -108,8 +108,10 @@ def test_bad_filter(table: mt.Table) -> None:
 def test_unsupported_modes(table_uri: str) -> None:
     with pytest.raises(mt.OptionsError, match="bucket"):
         mt.create_table(table_uri, SCHEMA, primary_key=["id"], options={"bucket": "-1"})
-    with pytest.raises(mt.UnsupportedError):
-        mt.create_table(table_uri, SCHEMA, primary_key=[])
+    with pytest.raises(mt.OptionsError, match="bucket"):
+        mt.create_table(table_uri, SCHEMA, primary_key=["id"], options={"bucket": "-2"})
+    with pytest.raises(mt.OptionsError, match="bucket-key"):  # a keyless (append) table with buckets needs one
+        mt.create_table(table_uri, SCHEMA, primary_key=[], options={"bucket": "2"})
 
 
 def test_failed_commit_leaves_no_change_and_no_files(table: mt.Table, monkeypatch: pytest.MonkeyPatch) -> None:

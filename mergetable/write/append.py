@@ -1,0 +1,160 @@
+"""Writing an append table (no primary key): rows kept as given, in plain Parquet files of the table's columns.
+
+No key, no sort, no merge, no system columns: a bucket's buffered rows are written in input order and rolled
+at ``target-file-size``. Each file records the writer-local numbers of its rows (``minSequenceNumber`` …
+``maxSequenceNumber``, consecutive across a bucket's files), which the commit shifts above every earlier
+commit's (:mod:`mergetable.commit.sequence`): a table's files ordered by ``minSequenceNumber`` are its rows in
+commit order, which reads, compaction and streams keep. Only ``+I`` rows are accepted (``ignore-delete`` drops
+``-U``/``-D``), as in Paimon.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from mergetable.core.buckets import BucketId
+from mergetable.core.errors import UnsupportedError, storage_full
+from mergetable.core.fileio import FileIO
+from mergetable.core.paths import PathFactory
+from mergetable.core.rowkind import RowKind, is_retract
+from mergetable.core.schema import TableSchema
+from mergetable.metadata.models import DataFileMeta, FileSource, SimpleStats
+from mergetable.metadata.stats import column_stats, parquet_bounds
+from mergetable.write.files import _PARQUET_COMPRESSION, write_rolling_file
+from mergetable.write.input import RowKindArg, conform, partitions_of, row_kinds, split_by_bucket
+from mergetable.write.writer import TableWriter
+
+
+class AppendWriter(TableWriter):
+    """:class:`TableWriter` of an append table: buffers rows per (partition, bucket) and writes them as they came.
+
+    Example:
+        >>> import tempfile, pyarrow as pa, mergetable as mt
+        >>> t = mt.create_table(tempfile.mkdtemp(), pa.schema([("event", pa.string())]))
+        >>> w = t.new_writer()
+        >>> w.write(pa.table({"event": ["a", "b", "a"]}))
+        >>> [(m.bucket, [f.row_count for f in m.new_files]) for m in w.prepare_commit()]
+        [(0, [3])]
+    """
+
+    def _write_table(
+        self, table: pa.Table, row_kind: RowKindArg, target_columns: Sequence[str] | None, cast: bool = False
+    ) -> None:
+        if target_columns is not None:
+            raise UnsupportedError(
+                "target_columns (a partial write) needs a primary key; an append table takes whole rows"
+            )
+        kinds = np.asarray(row_kinds(table.num_rows, row_kind).to_numpy(zero_copy_only=False))
+        if (kinds != RowKind.INSERT).any():
+            keep = ~is_retract(kinds) if self.options.ignore_delete else None
+            if keep is None or (kinds[keep] != RowKind.INSERT).any():
+                raise UnsupportedError(
+                    "an append table (no primary key) accepts only +I rows; set 'ignore-delete' to drop -U/-D rows, "
+                    "or delete with Table.delete(filter)"
+                )
+            table = table.filter(pa.array(keep))
+        table = conform(table, self.schema, cast=cast)
+        if table.num_rows == 0:
+            return
+        if self.partition_check is not None:
+            self.partition_check(partitions_of(table, self.schema))
+        for partition, bucket, rows in split_by_bucket(table, self.schema):
+            self._buffer.setdefault((partition, bucket), []).append(rows)
+            self._buffer_bytes += rows.nbytes
+        if self._buffer_bytes >= self._run_budget():
+            self.flush()
+
+    def _run_budget(self) -> int:
+        return max(1, self.options.write_buffer_size)  # rows are written as they are: no sorted copy
+
+    def _flush_bucket(self, bucket_id: BucketId, rows: pa.Table) -> None:
+        partition, bucket = bucket_id
+        first = self._next_seq.get(bucket_id, 0)
+        self._next_seq[bucket_id] = first + rows.num_rows
+        files = write_append_files(self.fileio, self.schema, partition, bucket, rows, first)
+        self._new_files.setdefault(bucket_id, []).extend(files)
+
+
+def write_append_files(
+    fileio: FileIO,
+    schema: TableSchema,
+    partition: tuple[str | None, ...],
+    bucket: int,
+    rows: pa.Table,
+    first_sequence: int,
+    source: FileSource = FileSource.APPEND,
+    target_size: int | None = None,
+) -> list[DataFileMeta]:
+    """Write ``rows`` (the table's columns, in order) as Parquet files rolled at ``target-file-size``; the rows
+    take the sequence numbers ``first_sequence, first_sequence + 1, …`` in order (recorded per file, not stored).
+    A failure deletes every file the call wrote."""
+    if rows.num_rows == 0:
+        return []
+    opts = schema.table_options
+    rows = rows.select(schema.file_schema.names).cast(schema.file_schema)
+    directory = PathFactory.for_table(fileio.root, schema).bucket_dir(partition, bucket)
+    fileio.makedirs(directory)
+    compression = _PARQUET_COMPRESSION.get(opts.file_compression.lower(), opts.file_compression.lower())
+    target = target_size or opts.target_file_size
+    afs = fileio.arrow_fs()
+    metas: list[DataFileMeta] = []
+    written: list[str] = []
+    start = 0
+    try:
+        while start < rows.num_rows:
+            name = PathFactory.new_data_file_name(opts.data_file_prefix)
+            path = f"{directory}/{name}"
+            written.append(path)
+            end, size, parquet = write_rolling_file(
+                afs, path, rows, start, target, compression, opts.file_compression_level, schema
+            )
+            part = rows.slice(start, end - start)
+            known = parquet_bounds(parquet, schema.file_schema)
+            metas.append(append_file_meta(schema, part, name, size, first_sequence + start, source, known))
+            start = end
+    except BaseException as exc:
+        fileio.delete_quietly(written)
+        full = storage_full(written[-1], exc) if written else None
+        if full is not None and full is not exc:
+            raise full from exc
+        raise
+    return metas
+
+
+def append_file_meta(
+    schema: TableSchema,
+    part: pa.Table,
+    name: str,
+    size: int,
+    first_sequence: int,
+    source: FileSource = FileSource.APPEND,
+    known: dict[str, tuple[object, object]] | None = None,
+) -> DataFileMeta:
+    """The metadata of an append-table file holding ``part``: no key, statistics of every column (by
+    ``metadata.stats-mode``), sequence numbers ``first_sequence …`` one per row."""
+    cols = list(schema.column_names)
+    opts = schema.table_options
+    return DataFileMeta(
+        file_name=name,
+        file_size=size,
+        row_count=part.num_rows,
+        min_key=(),
+        max_key=(),
+        key_stats=SimpleStats(),
+        value_stats=column_stats(part, cols, [opts.field_stats_mode(c) for c in cols], known),
+        value_stats_cols=tuple(cols),
+        min_sequence_number=first_sequence,
+        max_sequence_number=first_sequence + part.num_rows - 1,
+        schema_id=schema.id,
+        level=0,
+        creation_time=int(time.time() * 1000),
+        delete_row_count=0,
+        file_source=source,
+    )
+
+
+__all__ = ["AppendWriter", "append_file_meta", "write_append_files"]

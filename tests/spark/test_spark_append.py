@@ -1,0 +1,104 @@
+"""Append tables (no primary key) through Spark: created by a write without ``primary-key``, read natively,
+compacted by the Spark job, streamed as +I rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+
+import mergetable as mt
+import mergetable.spark as mts
+from mergetable.spark.compact import compact
+
+pytestmark = pytest.mark.spark
+SCHEMA = pa.schema([("id", pa.int64()), ("tag", pa.string())])
+
+
+def test_a_write_without_primary_key_creates_an_append_table(spark: SparkSession, tmp_path: Path) -> None:
+    uri = str(tmp_path / "events")
+    df = spark.createDataFrame([(1, "a"), (1, "a"), (2, "b")], "id long, tag string")
+    df.write.format("mergetable").mode("append").save(uri)
+    df.write.format("mergetable").mode("append").save(uri)
+    t = mt.open_table(uri)
+    assert t.primary_key == () and t.options["bucket"] == "-1"
+    assert sorted(t.read().column("id").to_pylist()) == [1, 1, 1, 1, 2, 2]  # duplicates kept
+    for path in Path(uri).rglob("data-*.parquet"):
+        assert pq.read_schema(path).names == ["id", "tag"]  # plain Parquet: no system columns
+    rows = spark.read.format("mergetable").load(uri).where("id = 1").collect()
+    assert len(rows) == 4
+    assert mts.read(spark, uri, filter=[("tag", "=", "b")]).count() == 2  # Spark's own Parquet reader
+    mts.write(spark.createDataFrame([(3, "c")], "id long, tag string"), uri)  # no shuffle for bucket -1
+    assert mt.open_table(uri).count() == 7
+
+
+def test_the_spark_compaction_job_compacts_an_append_table(spark: SparkSession, tmp_path: Path) -> None:
+    uri = str(tmp_path / "events")
+    t = mt.create_table(uri, SCHEMA, options={"write-only": "true"})
+    for i in range(6):
+        t.write(pa.table({"id": [i, i + 100], "tag": ["x", "y"]}))
+    before = t.read().column("id").to_pylist()
+    snap = compact(spark, uri)
+    assert snap is not None and snap.commit_kind.name == "COMPACT"
+    t = mt.open_table(uri)
+    assert len(t.files()) == 1
+    assert t.read().column("id").to_pylist() == before
+    t.write(pa.table({"id": [50, -1], "tag": ["z", "z"]}))
+    sorted_snap = compact(spark, uri, order_by=["id"], strategy="order")  # a sort compaction in Spark tasks
+    assert sorted_snap is not None
+    assert mt.open_table(uri).read().column("id").to_pylist() == sorted([*before, 50, -1])
+
+
+def test_read_stream_delivers_appended_rows(spark: SparkSession, tmp_path: Path) -> None:
+    uri = str(tmp_path / "events")
+    t = mt.create_table(uri, SCHEMA)
+    t.write(pa.table({"id": [1, 2], "tag": ["a", "b"]}))
+    t.write(pa.table({"id": [3], "tag": ["c"]}))
+    got: list[dict[str, object]] = []
+
+    def collect(df: DataFrame, batch_id: int) -> None:
+        got.extend(r.asDict() for r in df.collect())
+
+    query = (
+        spark.readStream.format("mergetable")
+        .option("read.changelog", "true")
+        .load(uri)
+        .writeStream.foreachBatch(collect)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    assert sorted(r["id"] for r in got) == [1, 2, 3]  # type: ignore[type-var]
+    assert {r["_row_kind"] for r in got} == {"+I"}
+
+
+def test_write_stream_appends_each_batch_exactly_once(spark: SparkSession, tmp_path: Path) -> None:
+    source, checkpoint, uri = tmp_path / "in", tmp_path / "ck", str(tmp_path / "events")
+    source.mkdir()
+    for n in range(2):
+        pq.write_table(pa.table({"id": [n, n], "tag": ["x", "x"]}, schema=SCHEMA), source / f"part-{n}.parquet")
+
+    def run() -> None:
+        df = spark.readStream.schema("id long, tag string").option("maxFilesPerTrigger", 1).parquet(str(source))
+        query = (
+            df.writeStream.format("mergetable")
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start(uri)
+        )
+        query.awaitTermination()
+        assert query.exception() is None
+
+    run()
+    t = mt.open_table(uri)
+    assert t.primary_key == () and sorted(t.read().column("id").to_pylist()) == [0, 0, 1, 1]
+    (checkpoint / "commits" / "1").unlink()  # a crash between the sink's commit and the commit log
+    crc = checkpoint / "commits" / ".1.crc"
+    if crc.exists():
+        crc.unlink()
+    run()  # batch 1 replayed: already committed, skipped
+    assert sorted(mt.open_table(uri).read().column("id").to_pylist()) == [0, 0, 1, 1]
