@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from mergetable.commit.discard import discard_uncommitted
 from mergetable.compaction.clustering import Strategy, order_indices
-from mergetable.compaction.compaction import CompactResult
+from mergetable.compaction.result import CompactResult
 from mergetable.core.buckets import Partition
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import TableOptions

@@ -14,7 +14,6 @@ changelog rows written at the end.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +29,7 @@ from mergetable.compaction.lsm import (
     pick_full_compaction,
     worth_running,
 )
+from mergetable.compaction.result import CompactResult
 from mergetable.core.buckets import Partition
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import ChangelogProducer, MergeEngine
@@ -42,25 +42,6 @@ from mergetable.read.reader import SplitReader
 from mergetable.read.scan import KeyComparator, Section, Split, interval_partition
 from mergetable.write.files import write_kv_files
 from mergetable.write.rolling import RollingKvWriter
-
-
-@dataclass
-class CompactResult:
-    """What compacting one bucket changed: files removed, files added, changelog produced."""
-
-    before: list[DataFileMeta] = field(default_factory=list)
-    after: list[DataFileMeta] = field(default_factory=list)
-    changelog: list[DataFileMeta] = field(default_factory=list)
-    index_before: list[IndexFileMeta] = field(default_factory=list)
-    """Deletion-vector index files the compaction replaces (every one of the bucket's, when it changed them)."""
-    index_after: list[IndexFileMeta] = field(default_factory=list)
-    """Deletion-vector index files holding the bucket's vectors after the compaction."""
-
-    @property
-    def written(self) -> list[DataFileMeta]:
-        """Files this compaction created (upgraded files are not new: they keep their name)."""
-        kept = {f.file_name for f in self.before}
-        return [f for f in (*self.after, *self.changelog) if f.file_name not in kept]
 
 
 class BucketCompactor:

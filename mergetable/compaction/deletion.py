@@ -22,7 +22,7 @@ the looked-up rows are the value before and the merged rows the value after.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -30,23 +30,39 @@ from pyroaring import BitMap, BitMap64
 
 from mergetable.commit.index_manifest import IndexManifestIO
 from mergetable.compaction.changelog import ChangelogDiff
-from mergetable.compaction.lsm import CompactUnit, Levels, pick_full_compaction
+from mergetable.compaction.lsm import CompactUnit, Levels, UniversalCompaction, pick_full_compaction
+from mergetable.compaction.result import CompactResult
 from mergetable.core.buckets import Partition
 from mergetable.core.deletion_vectors import DeletionFile, Vector, kept_mask
-from mergetable.core.options import ChangelogProducer, MergeEngine
+from mergetable.core.fileio import FileIO
+from mergetable.core.options import ChangelogProducer, MergeEngine, TableOptions
 from mergetable.core.rowkind import is_retract
-from mergetable.core.schema import VALUE_KIND
+from mergetable.core.schema import VALUE_KIND, TableSchema
+from mergetable.merge import MergeFunction
 from mergetable.metadata.models import DataFileMeta, FileSource, IndexFileMeta
 from mergetable.read.datafile import read_data_file
 from mergetable.read.deletion import read_masked
-from mergetable.read.lookup import key_set, only_keys
+from mergetable.read.lookup import FileCache, key_set, only_keys
 from mergetable.read.reader import SplitReader
-from mergetable.read.scan import Split, interval_partition
+from mergetable.read.scan import KeyComparator, Split, interval_partition
 from mergetable.write.files import write_kv_files
 from mergetable.write.rolling import RollingKvWriter
 
-if TYPE_CHECKING:
-    from mergetable.compaction.compaction import BucketCompactor, CompactResult
+
+class Compactor(Protocol):
+    """What a deletion-vector compaction needs of :class:`~mergetable.compaction.compaction.BucketCompactor`
+    (which runs it)."""
+
+    fileio: FileIO
+    schema: TableSchema
+    options: TableOptions
+    merge_function: MergeFunction
+    keys: list[str]
+    comparator: KeyComparator
+    strategy: UniversalCompaction
+    producer: ChangelogProducer
+    lookup_cache: FileCache | None
+
 
 _POS = "__mt_pos"
 
@@ -70,7 +86,7 @@ def deletion_files(index_files: Sequence[IndexFileMeta]) -> dict[str, DeletionFi
 
 
 def pick_with_vectors(
-    owner: BucketCompactor, levels: Levels, full: bool, vectors: Mapping[str, DeletionFile]
+    owner: Compactor, levels: Levels, full: bool, vectors: Mapping[str, DeletionFile]
 ) -> CompactUnit | None:
     """The unit to compact in a deletion-vector bucket (see the module docstring); None: nothing to do."""
     runs = levels.level_sorted_runs()
@@ -107,7 +123,7 @@ class VectorCompaction:
 
     def __init__(
         self,
-        owner: BucketCompactor,
+        owner: Compactor,
         partition: Partition,
         bucket: int,
         levels: Levels,

@@ -10,8 +10,8 @@ applied exactly. With ``deletion-vectors.merge-on-read``, a bucket that still ha
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -19,15 +19,41 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from mergetable.core.deletion_vectors import Vector, kept_mask, load_vector
+from mergetable.core.fileio import FileIO
+from mergetable.core.paths import PathFactory
 from mergetable.metadata.models import DataFileMeta
 from mergetable.read.datafile import RowGroupSlice, row_group_stats
+from mergetable.read.projection import FileProjection
 from mergetable.read.scan import Split
 
-if TYPE_CHECKING:
-    from mergetable.read.reader import SplitReader
+
+class VectorReader(Protocol):
+    """What this module needs of :class:`~mergetable.read.reader.SplitReader` (which calls into it)."""
+
+    fileio: FileIO
+    paths: PathFactory
+    afs: Any
+    row_group_pruning: bool
+
+    def read_file(
+        self,
+        split: Split,
+        f: DataFileMeta,
+        filter_expr: pc.Expression | None,
+        plain: bool = False,
+        sequenced: bool = True,
+        row_groups: RowGroupSlice | None = None,
+    ) -> pa.Table: ...
+    def projection(self, schema_id: int) -> FileProjection | None: ...
+    def split_filters(self, split: Split) -> tuple[pc.Expression | None, pc.Expression | None]: ...
+    def merge_files(
+        self, runs: Sequence[Sequence[DataFileMeta]], read: Callable[[DataFileMeta, bool], pa.Table]
+    ) -> pa.Table: ...
+    def finish(self, kv: pa.Table) -> pa.Table: ...
+    def _projected(self, rows: pa.Table) -> pa.Table: ...
 
 
-def vector_of(reader: SplitReader, split: Split, f: DataFileMeta) -> Vector | None:
+def vector_of(reader: VectorReader, split: Split, f: DataFileMeta) -> Vector | None:
     """The deletion vector of ``f`` in ``split`` (None: it has none)."""
     deletion = split.vectors.get(f.file_name)
     if deletion is None:
@@ -36,7 +62,7 @@ def vector_of(reader: SplitReader, split: Split, f: DataFileMeta) -> Vector | No
 
 
 def read_masked(
-    reader: SplitReader,
+    reader: VectorReader,
     split: Split,
     f: DataFileMeta,
     filter_expr: pc.Expression | None,
@@ -69,7 +95,7 @@ def read_masked(
 
 
 def _candidate_groups(
-    reader: SplitReader, split: Split, f: DataFileMeta, filter_expr: pc.Expression | None
+    reader: VectorReader, split: Split, f: DataFileMeta, filter_expr: pc.Expression | None
 ) -> tuple[list[RowGroupSlice], list[int]] | None:
     """The row groups of ``f`` that ``filter_expr`` may match (by their statistics) and where each starts;
     None: read the whole file (no filter, a file of another schema, or statistics that cannot be trusted)."""
@@ -92,7 +118,7 @@ def has_vectors(split: Split, runs: Sequence[Sequence[DataFileMeta]]) -> bool:
 
 
 def read_section(
-    reader: SplitReader, split: Split, runs: Sequence[Sequence[DataFileMeta]], filter_expr: pc.Expression | None
+    reader: VectorReader, split: Split, runs: Sequence[Sequence[DataFileMeta]], filter_expr: pc.Expression | None
 ) -> Iterator[pa.Table]:
     """The visible rows (user columns) of a section of ``split`` whose files have vectors."""
     if len(runs) == 1 and all(f.level > 0 and not f.delete_row_count for f in runs[0]):
@@ -104,7 +130,7 @@ def read_section(
     yield reader.finish(merged_with_vectors(reader, split, runs))
 
 
-def merged_with_vectors(reader: SplitReader, split: Split, runs: Sequence[Sequence[DataFileMeta]]) -> pa.Table:
+def merged_with_vectors(reader: VectorReader, split: Split, runs: Sequence[Sequence[DataFileMeta]]) -> pa.Table:
     """The merged key-value rows of a section (retracts kept), each file read without its marked rows."""
     key = reader.split_filters(split)[0]
     return reader.merge_files(runs, lambda f, _: read_masked(reader, split, f, key))
