@@ -31,9 +31,10 @@ def _head(message: str, lines: int = 4) -> str:
 
 def test_the_error_sentence_is_in_the_first_lines(spark: SparkSession, tmp_path: Path) -> None:
     uri = str(tmp_path / "t")
-    missing_key = _message(lambda: spark.range(3).write.format("mergetable").mode("append").save(uri))
-    assert "option 'primary-key': no table at" in _head(missing_key)
-    assert "writer.py" not in missing_key  # mergetable's own frames are left out, the sentence stays
+    write = spark.range(3).write.format("mergetable").mode("append")
+    no_bucket_key = _message(lambda: write.option("bucket", "4").save(uri))  # an append table needs bucket-key
+    assert "option 'bucket-key'" in _head(no_bucket_key), no_bucket_key
+    assert "writer.py" not in no_bucket_key  # mergetable's own frames are left out, the sentence stays
     spark.range(3).write.format("mergetable").mode("append").option("primary-key", "id").save(uri)
     reads = {
         "timestampasof": {"timestampAsOf": "yesterday"},
