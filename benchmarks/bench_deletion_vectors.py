@@ -27,24 +27,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from bench_core import SCHEMA, batch
 from goals import report
 
 import mergetable as mt
-
-SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.float64()), ("s", pa.string()), ("n", pa.int32())])
-
-
-def batch(rng: np.random.Generator, ids: np.ndarray) -> pa.Table:
-    n = len(ids)
-    return pa.table(
-        {
-            "id": ids,
-            "v": rng.random(n),
-            "s": pa.array(np.char.add("val-", (ids % 100_000).astype(str))),
-            "n": rng.integers(0, 1000, n, dtype=np.int32),
-        },
-        schema=SCHEMA,
-    )
 
 
 def batches(rows: int, upserts: int) -> list[pa.Table]:

@@ -12,19 +12,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from mergetable.core.buckets import BucketId
-from mergetable.core.errors import UnsupportedError, storage_full
+from mergetable.core.errors import UnsupportedError
 from mergetable.core.fileio import FileIO
-from mergetable.core.paths import PathFactory
 from mergetable.core.rowkind import RowKind, is_retract
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import DataFileMeta, FileSource, SimpleStats
-from mergetable.metadata.stats import column_stats, parquet_bounds
-from mergetable.write.files import _PARQUET_COMPRESSION, write_rolling_file
+from mergetable.metadata.stats import column_stats
+from mergetable.write.files import write_rolling_files
 from mergetable.write.input import RowKindArg, conform, partitions_of, row_kinds, split_by_bucket
 from mergetable.write.writer import TableWriter
 
@@ -92,37 +92,12 @@ def write_append_files(
     """Write ``rows`` (the table's columns, in order) as Parquet files rolled at ``target-file-size``; the rows
     take the sequence numbers ``first_sequence, first_sequence + 1, …`` in order (recorded per file, not stored).
     A failure deletes every file the call wrote."""
-    if rows.num_rows == 0:
-        return []
-    opts = schema.table_options
-    rows = rows.select(schema.file_schema.names).cast(schema.file_schema)
-    directory = PathFactory.for_table(fileio.root, schema).bucket_dir(partition, bucket)
-    fileio.makedirs(directory)
-    compression = _PARQUET_COMPRESSION.get(opts.file_compression.lower(), opts.file_compression.lower())
-    target = target_size or opts.target_file_size
-    afs = fileio.arrow_fs()
-    metas: list[DataFileMeta] = []
-    written: list[str] = []
-    start = 0
-    try:
-        while start < rows.num_rows:
-            name = PathFactory.new_data_file_name(opts.data_file_prefix)
-            path = f"{directory}/{name}"
-            written.append(path)
-            end, size, parquet = write_rolling_file(
-                afs, path, rows, start, target, compression, opts.file_compression_level, schema
-            )
-            part = rows.slice(start, end - start)
-            known = parquet_bounds(parquet, schema.file_schema)
-            metas.append(append_file_meta(schema, part, name, size, first_sequence + start, source, known))
-            start = end
-    except BaseException as exc:
-        fileio.delete_quietly(written)
-        full = storage_full(written[-1], exc) if written else None
-        if full is not None and full is not exc:
-            raise full from exc
-        raise
-    return metas
+
+    def meta(part: pa.Table, start: int, name: str, size: int, known: dict[str, tuple[Any, Any]]) -> DataFileMeta:
+        return append_file_meta(schema, part, name, size, first_sequence + start, source, known)
+
+    prefix = schema.table_options.data_file_prefix
+    return write_rolling_files(fileio, schema, partition, bucket, rows, prefix, meta, target_size)
 
 
 def append_file_meta(

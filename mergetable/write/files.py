@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,32 @@ def write_kv_files(
     target_size: int | None = None,
 ) -> list[DataFileMeta]:
     """Write ``rows`` (file-schema columns; sorted by key unless ``changelog``) as rolling Parquet files."""
+    prefix = schema.table_options.changelog_file_prefix if changelog else schema.table_options.data_file_prefix
+
+    def meta(part: pa.Table, start: int, name: str, size: int, known: dict[str, tuple[Any, Any]]) -> DataFileMeta:
+        return _file_meta(schema, part, name, size, level, file_source, changelog, write_cols, known)
+
+    return write_rolling_files(fileio, schema, partition, bucket, rows, prefix, meta, target_size)
+
+
+FileMetaOf = Callable[[pa.Table, int, str, int, dict[str, tuple[Any, Any]]], DataFileMeta]
+"""The metadata of a file just written: (its rows, the offset of its first row in the call's rows, its name, its
+size in bytes, the exact column bounds the Parquet writer recorded)."""
+
+
+def write_rolling_files(
+    fileio: FileIO,
+    schema: TableSchema,
+    partition: tuple[str | None, ...],
+    bucket: int,
+    rows: pa.Table,
+    prefix: str,
+    meta: FileMetaOf,
+    target_size: int | None = None,
+) -> list[DataFileMeta]:
+    """Write ``rows`` in order as Parquet files of the bucket's directory named ``<prefix><uuid>-<n>.parquet``,
+    rolled at ``target_size`` (default ``target-file-size``), each described by ``meta``. A failure deletes
+    every file the call wrote (a full storage is reported as :class:`~mergetable.core.errors.StorageFullError`)."""
     if rows.num_rows == 0:
         return []
     opts = schema.table_options
@@ -48,7 +74,6 @@ def write_kv_files(
     rows = rows.select(schema.file_schema.names).cast(schema.file_schema)
     directory = PathFactory.for_table(fileio.root, schema).bucket_dir(partition, bucket)
     fileio.makedirs(directory)
-    prefix = opts.changelog_file_prefix if changelog else opts.data_file_prefix
     compression = _PARQUET_COMPRESSION.get(opts.file_compression.lower(), opts.file_compression.lower())
     afs = fileio.arrow_fs()
     metas: list[DataFileMeta] = []
@@ -64,8 +89,7 @@ def write_kv_files(
                 afs, path, rows, start, target, compression, opts.file_compression_level, schema
             )
             part = rows.slice(start, end - start)
-            known = parquet_bounds(parquet, schema.file_schema)
-            metas.append(_file_meta(schema, part, name, size, level, file_source, changelog, write_cols, known))
+            metas.append(meta(part, start, name, size, parquet_bounds(parquet, schema.file_schema)))
             start = end
     except BaseException as exc:
         # Nothing of a failed call stays behind: not the partial file, not the files written before it.
