@@ -20,14 +20,12 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from bench_core import SCHEMA, batch
+from bench_core import SCHEMA, batch, best
 from goals import report
 
 import mergetable as mt
@@ -44,15 +42,6 @@ def batches(rows: int, upserts: int) -> list[pa.Table]:
         written += len(new)
         out.append(batch(rng, rng.permutation(np.concatenate([old, new]))))
     return out
-
-
-def best(fn: Callable[[], Any], repeat: int = 3) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def ingest(uri: str, data: list[pa.Table], options: dict[str, str]) -> tuple[mt.Table, float]:

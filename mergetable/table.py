@@ -131,7 +131,8 @@ def table_exists(uri: str, storage_options: dict[str, Any] | None = None) -> boo
 
 
 class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
-    """A primary-key table: rows merged per key by its merge engine, committed as snapshots.
+    """A table: with a primary key, rows merged per key by its merge engine; without one, an append table whose
+    rows are kept in commit order. Either way committed as snapshots.
 
     Obtain one with :func:`create_table` or :func:`open_table`. A ``Table`` holds no open resources and
     pickles to its location and schema. What it holds (schema, snapshots, tags, files) and their upkeep
