@@ -29,6 +29,7 @@ from mergetable.commit.travel import resolve_travel
 from mergetable.commit.txn import committed_version
 from mergetable.core.errors import MergeTableError
 from mergetable.core.fileio import FileIO
+from mergetable.core.option_view import OptionsView
 from mergetable.core.options import TableOptions
 from mergetable.core.paths import PathFactory
 from mergetable.core.progress import deletions
@@ -101,14 +102,15 @@ class TableStore:
         return self.table_schema.partition_keys
 
     @property
-    def options(self) -> dict[str, str]:
-        """The table options as stored (by Paimon name, defaults included); :attr:`table_options` types them.
+    def options(self) -> OptionsView:
+        """The table options as stored (by Paimon name, defaults included; :attr:`table_options` types them), a
+        ``dict`` that prints as a table of the options that differ from their defaults.
 
         Example:
             >>> t.options["merge-engine"], t.options["bucket"]
             ('deduplicate', '1')
         """
-        return dict(self.table_schema.options)
+        return OptionsView(self.table_schema.options)
 
     @property
     def table_options(self) -> TableOptions:

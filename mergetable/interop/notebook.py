@@ -27,7 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from mergetable.core.options import TableOptions
+from mergetable.core.option_view import OptionsView
 from mergetable.core.schema import TableSchema
 from mergetable.interop.describe import TableDescription, human_bytes
 from mergetable.metadata.models import Snapshot
@@ -128,11 +128,11 @@ class SnapshotList(list[Snapshot]):
 def non_default_options(options: dict[str, str]) -> dict[str, str]:
     """The options whose value differs from mergetable's default (``bucket``, the merge engine, …).
 
+    >>> from mergetable.core.options import TableOptions
     >>> non_default_options({**TableOptions().to_map(), "bucket": "4"})
     {'bucket': '4'}
     """
-    defaults = TableOptions().to_map()
-    return {k: v for k, v in sorted(options.items()) if defaults.get(k) != v}
+    return OptionsView(options).non_default()
 
 
 def _summary(d: TableDescription, schema: pa.Schema, options: dict[str, str]) -> list[tuple[str, str]]:

@@ -92,6 +92,17 @@ def test_snapshots_and_history_print_as_tables(tmp_path: Path) -> None:
     assert [r[0] for r in hist.rows[1:]] == ["2", "1"]
 
 
+def test_options_print_as_a_table_of_those_that_differ(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    opts = t.options
+    assert isinstance(opts, dict) and opts["merge-engine"] == "deduplicate"  # every option, defaults included
+    assert repr(opts).splitlines() == ["option      value", "----------  -----", "bucket      2", "write-only  true"]
+    page = _parse(opts._repr_html_())
+    assert page.rows == [["option", "value"], ["bucket", "2"], ["write-only", "true"]]
+    assert page.caption == f"2 of {len(opts)} options differ from their defaults"
+    assert repr(mt.create_table(str(tmp_path / "d"), SCHEMA, ["id"]).options) == "(every option at its default)"
+
+
 def test_progress_bars_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     t = _table(tmp_path)
     rows = pa.table({"id": list(range(1000)), "dt": ["a"] * 1000, "v": ["p"] * 1000})
