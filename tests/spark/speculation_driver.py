@@ -30,12 +30,22 @@ ROWS = 2_400_000
 def make_table(uri: str) -> mt.Table:
     options = {"bucket": "1", "target-file-size": "256 kb", "write-only": "true"}
     t = mt.create_table(uri, SCHEMA, primary_key=["p", "k"], partition_keys=["p"], options=options)
+    for i in range(3):
+        upsert(t, i)
+    return t
+
+
+def upsert(t: mt.Table, i: int) -> None:
+    """Every key again (a run more in each bucket to compact), values tagged ``i``."""
     keys = np.arange(ROWS)
     part = np.where(keys < ROWS - ROWS // 40, 0, 1 + keys % 3)  # p=0: 97.5% of the rows; p=1..3: small
-    for i in range(3):
-        values = pa.array([f"value-{i}-{k:09d}" for k in range(10)] * (ROWS // 10))
-        t.write(pa.table({"p": part, "k": keys, "v": values}, schema=SCHEMA))
-    return t
+    values = pa.array([f"value-{i}-{k:09d}" for k in range(10)] * (ROWS // 10))
+    t.write(pa.table({"p": part, "k": keys, "v": values}, schema=SCHEMA))
+
+
+def speculated(attempts: list[dict[str, object]]) -> bool:
+    """Whether a speculative attempt of a compaction stage launched (stage 0 warms the workers up)."""
+    return any(a["speculative"] and int(str(a["stage"])) > 0 for a in attempts)
 
 
 def task_attempts(event_log_dir: str) -> list[dict[str, object]]:
@@ -58,7 +68,7 @@ def task_attempts(event_log_dir: str) -> list[dict[str, object]]:
 def main() -> None:
     master, uri, event_log_dir = sys.argv[1:4]
     t = make_table(uri)
-    before = t.read().sort_by([("p", "ascending"), ("k", "ascending")])
+    order = [("p", "ascending"), ("k", "ascending")]
     spark = (
         SparkSession.builder.master(master)
         .appName("mergetable-speculation")
@@ -85,19 +95,30 @@ def main() -> None:
     spark.sparkContext.setLogLevel("ERROR")
     warm = spark.sparkContext.parallelize(range(8), 8)  # Python workers with mergetable imported, on both workers
     warm.map(lambda x: __import__("mergetable.spark.compact") and x).collect()
+    compacted, same_rows, rounds = True, True, 0
     try:
-        snapshot = compact(spark, uri, full=True)
+        # Whether Spark speculates depends on timing (a worker slow to start can finish last with a small task):
+        # up to three rounds, each compacting one more run, until a speculative attempt really launched. The
+        # event log is flushed at the end of every stage.
+        while rounds < 3 and (rounds == 0 or not speculated(task_attempts(event_log_dir))):
+            if rounds:
+                upsert(t, 3 + rounds)
+            before = t.read().sort_by(order)
+            snapshot = compact(spark, uri, full=True)
+            compacted &= snapshot is not None and snapshot.commit_kind.value == "COMPACT"
+            same_rows &= mt.open_table(uri).read().sort_by(order).equals(before)
+            rounds += 1
     finally:
         spark.stop()
     t = mt.open_table(uri)
     orphans = t.remove_orphan_files(older_than_ms=int(time.time() * 1000) + 60_000, dry_run=True, force=True)
-    after = t.read().sort_by([("p", "ascending"), ("k", "ascending")])
     print(
         json.dumps(
             {
-                "compacted": snapshot is not None and snapshot.commit_kind.value == "COMPACT",
-                "same_rows": after.equals(before),
-                "rows": after.num_rows,
+                "compacted": compacted,
+                "same_rows": same_rows,
+                "rounds": rounds,
+                "rows": t.count(),
                 "orphans": orphans,
                 "staging_left": os.path.exists(os.path.join(uri, "_spark_staging")),
                 "attempts": task_attempts(event_log_dir),
