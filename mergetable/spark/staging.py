@@ -51,8 +51,23 @@ def task_marker() -> str:
 
 
 def leave_marker(fileio: FileIO, job_id: str, marker: str) -> None:
-    """Record that a task attempt of ``job_id`` is about to write files."""
-    fileio.write_bytes(f"{paths.PathFactory(fileio.root).staging_dir(job_id)}/{marker}", b"")
+    """Record that a task attempt of ``job_id`` is about to write files.
+
+    Another job that ends meanwhile removes ``_spark_staging`` when it finds it empty (:func:`remove_staging`),
+    which can happen between creating it and creating this job's directory in it: then both are created again.
+    Once this job's directory exists, ``_spark_staging`` is not empty and stays.
+    """
+    path = f"{paths.PathFactory(fileio.root).staging_dir(job_id)}/{marker}"
+    for attempt in range(_MARKER_ATTEMPTS):
+        try:
+            fileio.write_bytes(path, b"")
+            return
+        except FileNotFoundError:
+            if attempt == _MARKER_ATTEMPTS - 1:
+                raise
+
+
+_MARKER_ATTEMPTS = 5
 
 
 def unknown_attempts(fileio: FileIO, job_id: str, known: Collection[str]) -> set[str]:
