@@ -401,7 +401,8 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
             return pa.RecordBatchReader.from_batches(
                 reader.out_schema, diff_batches(reader, self.change_planner(), window)
             )
-        splits = self.plan_bound(request, reader.dnf, key_ranges=sized or in_process_key_ranges())
+        cut = sized or (ahead is not None and in_process_key_ranges())  # read(): sections whole (read.whole)
+        splits = self.plan_bound(request, reader.dnf, key_ranges=cut)
         return pa.RecordBatchReader.from_batches(reader.out_schema, reader.batches(splits, ahead=ahead))
 
     def as_of_schema(self, schema_id: int) -> Table:

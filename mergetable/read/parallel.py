@@ -20,7 +20,7 @@ import queue
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -47,6 +47,61 @@ def in_process_key_ranges(cores: int | None = None) -> bool:
     (False, True)
     """
     return (cores if cores is not None else os.cpu_count() or 1) >= KEY_RANGE_MIN_CORES
+
+
+def merge_threads(cores: int | None = None) -> int:
+    """Windows of one section merged at once by :func:`ordered_map` (``cores``: this machine's, by default).
+
+    The windows of a section (:mod:`mergetable.read.windows`) hold disjoint keys, so they merge on threads of their
+    own: the one thread that cuts windows only slices decoded row groups, and each row group is decoded once,
+    whatever the core count (a key-range cut decodes the row groups at its edge twice). Below
+    :data:`KEY_RANGE_MIN_CORES` cores a window is merged by the thread that cut it.
+
+    >>> merge_threads(2), merge_threads(16)
+    (1, 16)
+    """
+    n = cores if cores is not None else os.cpu_count() or 1
+    return n if n >= KEY_RANGE_MIN_CORES else 1
+
+
+_POOL: tuple[int, ThreadPoolExecutor] | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _merge_pool() -> ThreadPoolExecutor:
+    """One pool of merge threads for the process, at least one per core (made again in a forked child, whose copy of
+    the parent's pool has no threads); a caller's ``ahead`` bounds how many it uses."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None or _POOL[0] != os.getpid():
+            threads = max(8, os.cpu_count() or 1)
+            _POOL = (os.getpid(), ThreadPoolExecutor(threads, thread_name_prefix="mergetable-merge"))
+        return _POOL[1]
+
+
+def ordered_map(fn: Callable[[T], R], items: Iterable[T], ahead: int) -> Iterator[R]:
+    """``fn(item)`` for every item, in order, with at most ``ahead`` calls running or done ahead of the consumer on
+    the process's merge pool (``ahead <= 1``: in this thread). ``items`` is consumed in the calling thread only.
+
+    >>> list(ordered_map(lambda x: x * x, range(6), 3))
+    [0, 1, 4, 9, 16, 25]
+    """
+    if ahead <= 1:
+        yield from map(fn, items)
+        return
+    pool = _merge_pool()
+    pending: deque[Future[R]] = deque()
+    try:
+        for item in items:
+            pending.append(pool.submit(fn, item))
+            if len(pending) >= ahead:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for f in pending:
+            f.cancel()
+        wait(pending)
 
 
 class _Failed:

@@ -42,13 +42,16 @@ from mergetable.read.datafile import (
 from mergetable.read.deletion import has_vectors, merged_with_vectors, read_section
 from mergetable.read.key_ranges import chunk_slices, range_filter, slices_in_range, trim_edges
 from mergetable.read.order import effective_sequence, oldest_first, sequence_ordered
-from mergetable.read.parallel import ordered_streams
+from mergetable.read.parallel import merge_threads, ordered_map, ordered_streams
 from mergetable.read.projection import FileProjection
 from mergetable.read.scan import Split
-from mergetable.read.windows import PIECE_ROWS, RunCursor, windowable, windows
+from mergetable.read.whole import merged_whole
+from mergetable.read.windows import PIECE_ROWS, Piece, RunCursor, windowable, windows
 
 #: Uncompressed bytes of row groups buffered while one section is read (shared by its runs).
 WINDOW_BYTES = 64 * MIB
+MERGE_AHEAD_STREAMING = 4
+"""Windows of a streaming scan merged at once (a scan's memory holds each of them, so fewer than cores)."""
 POINT_VALUES = 1024
 """The most first-key values a filter may pin for a read to look them up (see :func:`read_key_points`)."""
 
@@ -256,12 +259,14 @@ class SplitReader:
         visible: bool = False,
         prefetch: bool = False,
         even: bool = False,
+        merge_ahead: int = 1,
     ) -> Iterator[pa.Table]:
         """:meth:`merged_section`, streamed window by window (key order; the same rows in the same order);
         ``visible``: each window as :meth:`finish` makes it (a reader's rows); ``prefetch``: files are decoded
         ahead of the merge by threads of their own (faster; up to twice the row groups in memory); ``even`` (implied
         by ``prefetch``): even windows (:attr:`RunCursor.least_rows`) for a consumer that queues none; otherwise
-        runs show half pieces, so the windows a streaming scan queues between its workers are half as large."""
+        runs show half pieces, so the windows a streaming scan queues between its workers are half as large;
+        ``merge_ahead``: windows merged at once by the process's merge threads (:func:`.parallel.ordered_map`)."""
         partial = any(f.write_cols is not None for r in runs for f in r)
         key = self.window_key
         if key is None:
@@ -315,18 +320,19 @@ class SplitReader:
             for run in runs
         ]
         single = len(runs) == 1 and not partial
+
+        def merged(pieces: list[Piece]) -> pa.Table:  # on a merge thread: touches only its own window
+            if single:
+                kv = _concat([t for _, t in pieces], self.read_schema)
+                return self.finish(kv) if visible else kv
+            pieces.sort(key=lambda p: age[p[0].file_name])  # stable: a file's pieces stay in key order
+            rows = _concat([t for _, t in pieces], pieces[0][1].schema)
+            if visible:
+                return self._visible(rows, seq_ordered)
+            return drop_write_mask(self.merge_function.merge(rows, seq_ordered=seq_ordered))
+
         try:
-            for pieces in windows(cursors, key, load, True):
-                if single:
-                    kv = _concat([t for _, t in pieces], self.read_schema)
-                    yield self.finish(kv) if visible else kv
-                    continue
-                pieces.sort(key=lambda p: age[p[0].file_name])  # stable: a file's pieces stay in key order
-                rows = _concat([t for _, t in pieces], pieces[0][1].schema)
-                if visible:
-                    yield self._visible(rows, seq_ordered)
-                else:
-                    yield drop_write_mask(self.merge_function.merge(rows, seq_ordered=seq_ordered))
+            yield from ordered_map(merged, windows(cursors, key, load, True), 1 if single else merge_ahead)
         finally:
             for source in streams.values():
                 if source is not None:
@@ -348,10 +354,15 @@ class SplitReader:
             )
 
     def read_split(
-        self, split: Split, window_bytes: int | None = None, prefetch: bool = False, even: bool = False
+        self,
+        split: Split,
+        window_bytes: int | None = None,
+        prefetch: bool = False,
+        even: bool = False,
+        merge_ahead: int = 1,
     ) -> Iterator[pa.Table]:
         """Visible rows of a split (user columns), a section at a time, each in windows of bounded size
-        (``prefetch``, ``even``: see :meth:`merged_windows`)."""
+        (``prefetch``, ``even``, ``merge_ahead``: see :meth:`merged_windows`)."""
         filter_expr = self.split_filters(split)[1]
         for runs in split.sections:
             if has_vectors(split, runs):
@@ -364,7 +375,11 @@ class SplitReader:
                         if table.num_rows:
                             yield self._projected(table)
                 continue
-            for out in self.merged_windows(split, runs, False, window_bytes, True, prefetch, even):
+            partial = any(f.write_cols is not None for r in runs for f in r)
+            if prefetch and merge_ahead > 1 and self.window_key is not None and not partial:
+                yield from merged_whole(self, split, runs, merge_ahead)
+                continue
+            for out in self.merged_windows(split, runs, False, window_bytes, True, prefetch, even, merge_ahead):
                 if out.num_rows:
                     yield out
 
@@ -417,13 +432,19 @@ class SplitReader:
         files decoded ahead too, for a consumer that keeps every row anyway).
         """
         prefetch = ahead is None
+        merging = merge_threads() if prefetch else min(MERGE_AHEAD_STREAMING, merge_threads())
         if isinstance(splits, Sequence) and len(splits) <= 1:
             for split in splits:
-                yield from self.read_split(split, prefetch=prefetch)
+                yield from self.read_split(split, prefetch=prefetch, merge_ahead=merging)
             return
         workers = workers or min(8, os.cpu_count() or 1)
-        share = max(1, self.window_bytes // workers)  # the workers share one window budget
-        yield from ordered_streams(splits, lambda split: self.read_split(split, share, prefetch), workers, ahead)
+        share = max(1, self.window_bytes // workers)  # the workers share one window budget, and the merge threads
+        each = max(1, merging // workers)
+
+        def read(split: Split) -> Iterator[pa.Table]:
+            return self.read_split(split, share, prefetch, merge_ahead=each)
+
+        yield from ordered_streams(splits, read, workers, ahead)
 
     def batches(
         self, splits: Iterable[Split], workers: int | None = None, ahead: int | None = 1
