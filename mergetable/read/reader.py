@@ -40,9 +40,10 @@ from mergetable.read.datafile import (
     whole_file,
 )
 from mergetable.read.deletion import has_vectors, merged_with_vectors, read_section
-from mergetable.read.key_ranges import chunk_slices, range_filter, slices_in_range, trim_edges
+from mergetable.read.key_ranges import range_filter, slices_in_range
 from mergetable.read.order import effective_sequence, oldest_first, sequence_ordered
 from mergetable.read.parallel import merge_threads, ordered_map, ordered_streams
+from mergetable.read.plain import plain_file
 from mergetable.read.projection import FileProjection
 from mergetable.read.scan import Split
 from mergetable.read.whole import merged_whole
@@ -371,7 +372,7 @@ class SplitReader:
             if len(runs) == 1 and all(not f.delete_row_count and f.write_cols is None for f in runs[0]):
                 for f in runs[0]:
                     budget = window_bytes or self.window_bytes
-                    for table in self._plain_file(split, f, filter_expr, budget, prefetch):
+                    for table in plain_file(self, split, f, filter_expr, budget, prefetch):
                         if table.num_rows:
                             yield self._projected(table)
                 continue
@@ -382,45 +383,6 @@ class SplitReader:
             for out in self.merged_windows(split, runs, False, window_bytes, True, prefetch, even, merge_ahead):
                 if out.num_rows:
                     yield out
-
-    def _plain_file(
-        self, split: Split, f: DataFileMeta, filter_expr: pc.Expression | None, budget: int, whole: bool
-    ) -> Iterator[pa.Table]:
-        """The user columns of ``f`` (rows matching ``filter_expr``), read ``budget`` bytes at a time (``whole``:
-        at once, as fast as Arrow reads a file, for a consumer that keeps every row anyway)."""
-        key = self.window_key
-        if split.key_range is not None and self.filter_expr is None and key is not None:
-            key_type = self.schema.file_schema.field(key).type
-            if pa.types.is_integer(key_type):
-                yield from self._plain_in_range(split, f, filter_expr, None if whole else budget, key, key_type)
-                return
-        if whole:
-            yield self.read_file(split, f, filter_expr, plain=True)
-            return
-        for part in self.slices(split, f, budget):
-            yield self.read_file(split, f, filter_expr, plain=True, row_groups=part)
-
-    def _plain_in_range(
-        self,
-        split: Split,
-        f: DataFileMeta,
-        range_expr: pc.Expression | None,
-        budget: int | None,
-        key: str,
-        key_type: pa.DataType,
-    ) -> Iterator[pa.Table]:
-        """:meth:`_plain_file` of a key-range split on an integer key: the row groups the range's statistics rule
-        out are not read, and only those at its edges are filtered (a whole file's range filter would copy
-        every row); ``budget`` None: every row group at once."""
-        path = self.paths.data_file(split.partition, split.bucket, f.file_name)
-        inside: set[tuple[str, tuple[int, ...]]] = set()
-        kept = slices_in_range(f, row_group_stats(self.fileio, self.afs, path, key), split.key_range, key_type, inside)
-        for chunk in chunk_slices(kept, budget):
-            ids = tuple(i for g in chunk for i in g.ids)
-            joined = RowGroupSlice(ids, sum(g.rows for g in chunk), sum(g.nbytes for g in chunk))
-            table = self.read_file(split, f, None, plain=True, row_groups=joined)
-            edges = [(f.file_name, g.ids) not in inside for g in chunk]
-            yield trim_edges(table, chunk, edges, range_expr, self.plain_schema)
 
     def read_splits(
         self, splits: Iterable[Split], workers: int | None = None, ahead: int | None = 1
