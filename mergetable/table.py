@@ -41,7 +41,6 @@ from mergetable.merge import validate_merge_options
 from mergetable.metadata.models import CommitMessage, Snapshot
 from mergetable.read.change_api import ChangeData
 from mergetable.read.count import count_rows
-from mergetable.read.parallel import in_process_key_ranges
 from mergetable.read.reader import SplitReader
 from mergetable.read.request import diff_batches, plan_request
 from mergetable.read.scan import Sections, Split
@@ -401,8 +400,8 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
             return pa.RecordBatchReader.from_batches(
                 reader.out_schema, diff_batches(reader, self.change_planner(), window)
             )
-        cut = sized or (ahead is not None and in_process_key_ranges())  # read(): sections whole (read.whole)
-        splits = self.plan_bound(request, reader.dnf, key_ranges=cut)
+        # no key-range cut unless asked: sections merge on every core (read.whole), and a cut scan holds more streams
+        splits = self.plan_bound(request, reader.dnf, key_ranges=sized)
         return pa.RecordBatchReader.from_batches(reader.out_schema, reader.batches(splits, ahead=ahead))
 
     def as_of_schema(self, schema_id: int) -> Table:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Iterator
 from typing import Any
@@ -15,7 +16,6 @@ from ops_table import build
 import mergetable.read.reader as reader_module
 import mergetable.table
 import mergetable.write.files as files
-from mergetable.read.parallel import in_process_key_ranges
 
 op = st.tuples(st.integers(0, 80), st.integers(0, 2), st.one_of(st.none(), st.integers(-9, 9)), st.booleans())
 
@@ -90,7 +90,7 @@ def test_a_large_bucket_is_read_by_several_splits(tmp_path: Any) -> None:
     assert pa.Table.from_batches(list(t.split_reader().batches(splits)), t.schema).equals(t.read())
 
 
-def test_scans_in_this_process_cut_a_large_bucket_only_with_cores_to_merge_its_ranges(
+def test_reads_in_this_process_cut_a_large_bucket_only_when_a_split_size_is_given(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     t = build(str(tmp_path / "t"), pa.int64(), False, [[(k, 0, r, False) for k in range(r, 80, 3)] for r in range(3)])
@@ -106,8 +106,9 @@ def test_scans_in_this_process_cut_a_large_bucket_only_with_cores_to_merge_its_r
 
     monkeypatch.setattr(mergetable.table.Table, "plan_bound", spy)
     for cores in (2, 4):
-        monkeypatch.setattr(mergetable.table, "in_process_key_ranges", lambda cores=cores: in_process_key_ranges(cores))
+        monkeypatch.setattr(os, "cpu_count", lambda cores=cores: cores)
         asked.clear()
         t.read(), t.scan().read_all(), t.read(split_size=400), t.scan(split_size=400).read_all()
-        # read() keeps every row: it merges whole sections on every core instead (mergetable.read.whole)
-        assert asked == [False, cores > 2, True, True]
+        # sections merge on every core instead (mergetable.read.whole, read.parallel.ordered_map), and a cut
+        # scan holds a stream per run in every range it reads at once (memory grows with the cores)
+        assert asked == [False, False, True, True]
