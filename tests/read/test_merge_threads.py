@@ -45,6 +45,7 @@ def test_windows_merged_on_threads_equal_one_thread(
     one = pa.concat_tables(reader.read_splits(splits, ahead=None))
     scanned = pa.concat_tables(reader.read_splits(splits, ahead=1))
     monkeypatch.setattr(reader_module, "merge_threads", lambda: 4)
+    monkeypatch.setattr(reader_module, "MERGE_AHEAD_STREAMING", 4)  # streamed windows on merge threads too
     threaded = pa.concat_tables(reader.read_splits(splits, ahead=None))
     streamed = pa.concat_tables(reader.read_splits(splits, ahead=1))
     assert one.num_rows > 50_000
