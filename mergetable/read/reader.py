@@ -11,7 +11,6 @@ section being read, not by the size of a bucket.
 from __future__ import annotations
 
 import os
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -37,17 +36,17 @@ from mergetable.read.datafile import (
     read_data_file,
     read_key_points,
     row_group_stats,
-    whole_file,
 )
 from mergetable.read.deletion import has_vectors, merged_with_vectors, read_section
-from mergetable.read.key_ranges import range_filter, slices_in_range
+from mergetable.read.key_ranges import range_filter
 from mergetable.read.order import effective_sequence, oldest_first, sequence_ordered
 from mergetable.read.parallel import merge_threads, ordered_map, ordered_streams
 from mergetable.read.plain import plain_file
 from mergetable.read.projection import FileProjection
 from mergetable.read.scan import Split
+from mergetable.read.streamed import merged_windows
 from mergetable.read.whole import merged_whole
-from mergetable.read.windows import PIECE_ROWS, Piece, RunCursor, windowable, windows
+from mergetable.read.windows import PIECE_ROWS, windowable
 
 #: Uncompressed bytes of row groups buffered while one section is read (shared by its runs).
 WINDOW_BYTES = 64 * MIB
@@ -269,76 +268,7 @@ class SplitReader:
         by ``prefetch``): even windows (:attr:`RunCursor.least_rows`) for a consumer that queues none; otherwise
         runs show half pieces, so the windows a streaming scan queues between its workers are half as large;
         ``merge_ahead``: windows merged at once by the process's merge threads (:func:`.parallel.ordered_map`)."""
-        partial = any(f.write_cols is not None for r in runs for f in r)
-        key = self.window_key
-        if key is None:
-            kv = self.merged_section(split, runs, exact_sequence)
-            yield self.finish(kv) if visible else kv
-            return
-        files = oldest_first(f for r in runs for f in r)
-        seq_ordered = sequence_ordered(files)
-        sequenced = not seq_ordered or exact_sequence
-        age = {f.file_name: i for i, f in enumerate(files)}
-        budget = max(1, (window_bytes or self.window_bytes) // len(runs))
-        key_type = self.read_schema.field(key).type
-
-        key_filter = self.split_filters(split)[0]
-        # Without a key predicate of the user's, files are decoded ahead of the merge as streams and a key-range
-        # split prunes row groups by their statistics itself (integer keys: exact statistics).
-        stream = self.key_filter is None and (split.key_range is None or pa.types.is_integer(key_type))
-        streams: dict[str, RowGroupStream | None] = {}
-        inside: set[tuple[str, tuple[int, ...]]] = set()  # slices wholly within the split's key range
-
-        def load(f: DataFileMeta, part: RowGroupSlice) -> pa.Table:
-            source = streams.get(f.file_name)
-            if source is None:
-                table = self.read_file(split, f, key_filter, sequenced=sequenced, row_groups=part if part.ids else None)
-            else:
-                table = self._as_read(source.take(part.rows), f, False, sequenced)
-                if key_filter is not None and (f.file_name, part.ids) not in inside:
-                    table = table.filter(key_filter)
-            if partial and WRITE_MASK not in table.schema.names:
-                table = with_write_mask(table, self.schema)
-            return table
-
-        def pending(f: DataFileMeta) -> list[tuple[DataFileMeta, RowGroupSlice]]:
-            parts = [s or whole_file(f, key_type) for s in self.slices(split, f, budget)]
-            if not stream:
-                return [(f, p) for p in parts]
-            kept = slices_in_range(f, parts, split.key_range, key_type, inside)
-            groups = None if len(parts) == 1 and not parts[0].ids else [p.ids for p in kept]
-            rows = sum(p.rows for p in parts)
-            row_bytes = sum(p.nbytes for p in parts) / max(1, rows)
-            columns = self._file_columns(False, sequenced)
-            if kept:
-                ahead = budget if prefetch else 0
-                streams[f.file_name] = self.stream_file(split, f, columns, groups, ahead, row_bytes)
-            return [(f, p) for p in kept]
-
-        half = max(1, self.piece_rows // 2)
-        piece, least = (self.piece_rows, half) if prefetch or even else (half, 1)
-        cursors = [
-            RunCursor(deque(item for f in run for item in pending(f)), piece_rows=piece, least_rows=least)
-            for run in runs
-        ]
-        single = len(runs) == 1 and not partial
-
-        def merged(pieces: list[Piece]) -> pa.Table:  # on a merge thread: touches only its own window
-            if single:
-                kv = _concat([t for _, t in pieces], self.read_schema)
-                return self.finish(kv) if visible else kv
-            pieces.sort(key=lambda p: age[p[0].file_name])  # stable: a file's pieces stay in key order
-            rows = _concat([t for _, t in pieces], pieces[0][1].schema)
-            if visible:
-                return self._visible(rows, seq_ordered)
-            return drop_write_mask(self.merge_function.merge(rows, seq_ordered=seq_ordered))
-
-        try:
-            yield from ordered_map(merged, windows(cursors, key, load, True), 1 if single else merge_ahead)
-        finally:
-            for source in streams.values():
-                if source is not None:
-                    source.close()
+        return merged_windows(self, split, runs, exact_sequence, window_bytes, visible, prefetch, even, merge_ahead)
 
     def _visible(self, rows: pa.Table, seq_ordered: bool) -> pa.Table:
         """``finish(merge(rows))``; when the merge selects rows, only the columns a reader returns are taken."""
@@ -364,26 +294,48 @@ class SplitReader:
         merge_ahead: int = 1,
     ) -> Iterator[pa.Table]:
         """Visible rows of a split (user columns), a section at a time, each in windows of bounded size
-        (``prefetch``, ``even``, ``merge_ahead``: see :meth:`merged_windows`)."""
+        (``prefetch``, ``even``, ``merge_ahead``: see :meth:`merged_windows`). With ``prefetch`` and merge threads,
+        sections of one run each (a deletion-vector table's files, a compacted bucket) are read side by side."""
         filter_expr = self.split_filters(split)[1]
-        for runs in split.sections:
-            if has_vectors(split, runs):
-                yield from read_section(self, split, runs, filter_expr)
-                continue
-            if len(runs) == 1 and all(not f.delete_row_count and f.write_cols is None for f in runs[0]):
-                for f in runs[0]:
-                    budget = window_bytes or self.window_bytes
-                    for table in plain_file(self, split, f, filter_expr, budget, prefetch):
-                        if table.num_rows:
-                            yield self._projected(table)
-                continue
-            partial = any(f.write_cols is not None for r in runs for f in r)
-            if prefetch and merge_ahead > 1 and self.window_key is not None and not partial:
-                yield from merged_whole(self, split, runs, merge_ahead)
-                continue
-            for out in self.merged_windows(split, runs, False, window_bytes, True, prefetch, even, merge_ahead):
-                if out.num_rows:
-                    yield out
+        sections = split.sections
+        if prefetch and merge_ahead > 1 and len(sections) > 1 and all(len(runs) == 1 for runs in sections):
+
+            def one(runs: Sequence[Sequence[DataFileMeta]]) -> list[pa.Table]:  # no merge thread used inside
+                return list(self._section(split, runs, filter_expr, window_bytes, prefetch, even, 1))
+
+            for tables in ordered_map(one, sections, merge_ahead):
+                yield from tables
+            return
+        for runs in sections:
+            yield from self._section(split, runs, filter_expr, window_bytes, prefetch, even, merge_ahead)
+
+    def _section(
+        self,
+        split: Split,
+        runs: Sequence[Sequence[DataFileMeta]],
+        filter_expr: pc.Expression | None,
+        window_bytes: int | None,
+        prefetch: bool,
+        even: bool,
+        merge_ahead: int,
+    ) -> Iterator[pa.Table]:
+        if has_vectors(split, runs):
+            yield from read_section(self, split, runs, filter_expr)
+            return
+        if len(runs) == 1 and all(not f.delete_row_count and f.write_cols is None for f in runs[0]):
+            for f in runs[0]:
+                budget = window_bytes or self.window_bytes
+                for table in plain_file(self, split, f, filter_expr, budget, prefetch):
+                    if table.num_rows:
+                        yield self._projected(table)
+            return
+        partial = any(f.write_cols is not None for r in runs for f in r)
+        if prefetch and merge_ahead > 1 and self.window_key is not None and not partial:
+            yield from merged_whole(self, split, runs, merge_ahead)
+            return
+        for out in self.merged_windows(split, runs, False, window_bytes, True, prefetch, even, merge_ahead):
+            if out.num_rows:
+                yield out
 
     def read_splits(
         self, splits: Iterable[Split], workers: int | None = None, ahead: int | None = 1

@@ -11,6 +11,7 @@ import pytest
 
 import mergetable as mt
 from mergetable.read import reader as reader_module
+from mergetable.write import files
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.int64()), ("s", pa.string())])
 
@@ -87,3 +88,31 @@ def test_a_consumer_that_stops_early_leaves_no_merge_running(tmp_path: Path, mon
     first = next(stream)
     stream.close()
     assert first.num_rows > 0
+
+
+@pytest.mark.parametrize("options", [{"deletion-vectors.enabled": "true"}, {}])
+def test_sections_of_one_run_read_side_by_side_equal_one_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: dict[str, str]
+) -> None:
+    monkeypatch.setattr(files, "ROW_GROUP_ROWS", 4096)  # files roll at 64 KB
+    rng = np.random.default_rng(11)
+    opts = {"bucket": "1", "target-file-size": "64kb", **options}
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, primary_key=["id"], options=opts)
+    for _ in range(4):
+        ids = np.unique(rng.integers(0, 40_000, 20_000))
+        t.write(
+            pa.table(
+                {"id": pa.array(ids), "v": pa.array(rng.integers(0, 9, len(ids))), "s": pa.array(["x"] * len(ids))},
+                schema=SCHEMA,
+            )
+        )
+    t.compact(full=True)
+    if options:  # a vector marks the old copy of key 5
+        t.write(pa.table({"id": [5, 50_000], "v": [1, 2], "s": ["y", "z"]}, schema=SCHEMA))
+    splits = t.plan(target_split_size=1 << 30)
+    assert any(len(s.sections) > 1 and all(len(r) == 1 for r in s.sections) for s in splits)
+    reader = t.split_reader(None, None)
+    one = pa.concat_tables(reader.read_splits(splits, ahead=None))
+    monkeypatch.setattr(reader_module, "merge_threads", lambda: 4)
+    assert pa.concat_tables(reader.read_splits(splits, ahead=None)).equals(one)
+    assert one.num_rows > 30_000
