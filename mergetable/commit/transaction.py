@@ -43,7 +43,7 @@ from mergetable.core.txn import Txn
 from mergetable.merge import MergeFunction
 from mergetable.metadata.models import CommitMessage, Snapshot
 from mergetable.write.append import AppendWriter
-from mergetable.write.bucket_assign import DynamicBucketAssigner
+from mergetable.write.bucket_assign import DynamicBucketAssigner, PartitionHashes
 from mergetable.write.input import RowKindArg
 from mergetable.write.writer import TableWriter
 
@@ -76,13 +76,17 @@ class TxState(enum.Enum):
     UNKNOWN = "outcome unknown"
 
 
-def open_writer(fileio: FileIO, schema: TableSchema, merge_function: MergeFunction) -> TableWriter:
+def open_writer(
+    fileio: FileIO, schema: TableSchema, merge_function: MergeFunction, overwrite: bool = False
+) -> TableWriter:
     """A table writer whose ``abort`` deletes its files through :func:`discard_uncommitted` (an
-    :class:`AppendWriter` for a table without a primary key)."""
+    :class:`AppendWriter` for a table without a primary key). ``overwrite``: its rows replace the partitions
+    they are in, so a dynamic-bucket table places them against an empty index there."""
     discard = functools.partial(discard_uncommitted, fileio, schema)
     if schema.is_append_table:
         return AppendWriter(fileio, schema, merge_function, discard)
-    assigner = DynamicBucketAssigner(fileio, schema, LatestHashIndex(fileio)) if schema.is_dynamic_bucket else None
+    loader = (lambda _: PartitionHashes()) if overwrite else LatestHashIndex(fileio)
+    assigner = DynamicBucketAssigner(fileio, schema, loader) if schema.is_dynamic_bucket else None
     return TableWriter(fileio, schema, merge_function, discard, assigner=assigner)
 
 
@@ -149,7 +153,7 @@ class WriteTransaction:
         """Write rows (see :meth:`mergetable.Table.write`); nothing is visible before :meth:`commit`."""
         self._require_open("write")
         if self._writer is None:
-            self._writer = open_writer(self.fileio, self.schema, self.merge_function)
+            self._writer = open_writer(self.fileio, self.schema, self.merge_function, self.overwrite is not False)
             if isinstance(self.overwrite, dict):
                 self._writer.partition_check = functools.partial(
                     check_partitions, self.schema, overwrite=self.overwrite

@@ -195,6 +195,9 @@ def test_compaction_keeps_the_hash_index_and_overwrite_replaces_it(tmp_path: Pat
     t.write(rows([100, 101]), overwrite=True)
     assert t.read().column("id").to_pylist() in ([100, 101], [101, 100])
     assert_one_bucket_per_key(t)
+    assert {k: sorted(v.tolist()) for k, v in hash_index(t).items()} == {
+        ((), 0): sorted(key_hashes([pa.array([100, 101], pa.int64())]).tolist())
+    }  # the overwritten partition's index is the one of the new rows
 
 
 def test_rollback_restores_the_hash_index(tmp_path: Path) -> None:
