@@ -90,10 +90,16 @@ def load_hash_file(fileio: FileIO, path: str, name: str) -> np.ndarray:
         data = fileio.read_bytes(path)
     except FileNotFoundError:
         raise CorruptMetadataError(path, "HASH index file is missing") from None
-    hashes = np.sort(read_hash_file(data, path))
+    return remember_hash_file(fileio, name, np.sort(read_hash_file(data, path)))
+
+
+def remember_hash_file(fileio: FileIO, name: str, hashes: np.ndarray) -> np.ndarray:
+    """Cache the (sorted) hashes of the HASH index file ``name`` of the table ``fileio``, as its writer knows
+    them; returns them, read-only."""
+    hashes = np.array(hashes, dtype=np.int32)
     hashes.setflags(write=False)
     with _CACHE_LOCK:
-        _CACHE[key] = hashes
+        _CACHE[(fileio.uri, name)] = hashes
         total = sum(len(v) for v in _CACHE.values())
         while total > _CACHE_MAX_HASHES and len(_CACHE) > 1:
             _, dropped = _CACHE.popitem(last=False)
@@ -108,4 +114,5 @@ __all__ = [
     "key_hashes",
     "load_hash_file",
     "read_hash_file",
+    "remember_hash_file",
 ]

@@ -29,7 +29,13 @@ import numpy as np
 import pyarrow as pa
 
 from mergetable.core.buckets import Partition
-from mergetable.core.dynamic_buckets import HASH_INDEX, MAX_DYNAMIC_BUCKETS, hash_file_bytes, key_hashes
+from mergetable.core.dynamic_buckets import (
+    HASH_INDEX,
+    MAX_DYNAMIC_BUCKETS,
+    hash_file_bytes,
+    key_hashes,
+    remember_hash_file,
+)
 from mergetable.core.errors import OptionsError
 from mergetable.core.fileio import FileIO
 from mergetable.core.paths import PathFactory
@@ -188,14 +194,15 @@ class DynamicBucketAssigner:
         return out
 
     def _assign_partition(self, index: _PartitionIndex, hashes: np.ndarray) -> np.ndarray:
-        buckets = index.lookup(hashes)
+        distinct, inverse = np.unique(hashes, return_inverse=True)  # sorted lookups stay in cache
+        buckets = index.lookup(distinct)
         missing = buckets < 0
         if missing.any():
-            new, inverse = np.unique(hashes[missing], return_inverse=True)
+            new = distinct[missing]
             placed = place_new_hashes(new, index.counts, self.target, self.assigners, self.max_buckets)
             index.add(new, placed)
-            buckets[missing] = placed[inverse]
-        return buckets
+            buckets[missing] = placed
+        return buckets[inverse.reshape(-1)]
 
     def index_files(
         self, partition: Partition, bucket: int
@@ -206,10 +213,11 @@ class DynamicBucketAssigner:
         added = index.added.get(bucket) if index is not None else None
         if index is None or not added:
             return (), ()
-        base = index.base.hashes.get(bucket, np.empty(0, np.int32))
-        data = hash_file_bytes(np.concatenate([base, *added]))
+        hashes = index.known[index.known_bucket == bucket]  # sorted: the bucket's hashes before and now
+        data = hash_file_bytes(hashes)
         name = self.paths.new_index_file_name()
         self.fileio.write_bytes(self.paths.index_file(name), data)
+        remember_hash_file(self.fileio, name, hashes)
         meta = IndexFileMeta(index_type=HASH_INDEX, file_name=name, file_size=len(data), row_count=len(data) // 4)
         return (meta,), tuple(index.base.files.get(bucket, ()))
 
