@@ -233,7 +233,8 @@ class TableSchema(Versioned):
         if pk and missing:
             raise UnsupportedError(
                 f"primary key {list(pk)} must contain every partition key; missing {missing} "
-                "(cross-partition upsert needs dynamic buckets, which are not supported)"
+                "(a cross-partition upsert table, Paimon's dynamic bucket mode with keys moving between partitions, "
+                "is not supported yet)"
             )
         if pk and set(pk) == set(parts):
             raise SchemaError(f"primary key {list(pk)} must not be the same as the partition keys")

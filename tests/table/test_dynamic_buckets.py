@@ -263,3 +263,41 @@ def test_concurrent_writers_of_other_keys_share_a_bucket(tmp_path: Path) -> None
     assert list(index) == [((), 0)] and len(index[((), 0)]) == 4
     assert t.read().sort_by("id").to_pydict() == {"id": [1, 2, 3, 4], "v": ["b", "a", "a", "b"]}
     assert len(list((tmp_path / "t" / "index").iterdir())) <= 4  # superseded files removed
+
+
+# -- the rest of the table on several dynamic buckets --------------------------------------------------------
+@pytest.mark.parametrize("producer", ["none", "input", "lookup", "full-compaction"])
+def test_dml_changelog_time_travel_and_system_tables_on_dynamic_buckets(tmp_path: Path, producer: str) -> None:
+    from mergetable.cli.main import main as cli
+
+    uri = str(tmp_path / "t")
+    t = small(uri, **{"changelog-producer": producer, "num-sorted-run.compaction-trigger": "2"})
+    t.write(rows(range(30), "a"))
+    t.write(rows(range(20, 45), "b"))
+    assert len(keys_by_bucket(t)) == 5
+    t.delete([("id", "<", 5)])
+    t.update([("id", ">=", 40)], new_values={"v": "u"})
+    src = pa.table({"id": [10, 50, 51], "v": ["m", "n", "n"]}, schema=SCHEMA)
+    t.merge(src).when_matched_update_all().when_not_matched_insert_all().execute()
+    expected = {k: ("a" if k < 20 else "b") for k in range(5, 45)} | {k: "u" for k in range(40, 45)}
+    expected |= {10: "m", 50: "n", 51: "n"}
+    got = t.read()
+    assert dict(zip(got.column("id").to_pylist(), got.column("v").to_pylist(), strict=True)) == expected
+    assert t.count() == len(expected)
+    assert cli(["compact", uri, "--full"]) == 0
+    t = mt.open_table(uri)
+    assert t.read().sort_by("id").equals(got.sort_by("id"))
+    assert sum(r["record_count"] for r in t.system_table("buckets").to_pylist()) == len(expected)
+    assert t.read(snapshot_id=1).num_rows == 30
+    kinds = {r["index_type"] for r in t.system_table("table_indexes").to_pylist()}
+    assert kinds == {"HASH"}
+    assert len(hash_index(t)) == len({b for _, b in keys_by_bucket(t)})
+    assert_one_bucket_per_key(t)
+    diff = t.changelog(1, t.latest_snapshot_id(), mode="diff")  # the changes between two snapshots, any bucket
+    state = {k: "a" for k in range(30)}
+    for r in diff.to_pylist():
+        if r["_row_kind"] in ("+I", "+U"):
+            state[r["id"]] = r["v"]
+        else:
+            state.pop(r["id"], None)
+    assert state == expected
