@@ -279,7 +279,7 @@ def test_dml_changelog_time_travel_and_system_tables_on_dynamic_buckets(tmp_path
     t.update([("id", ">=", 40)], new_values={"v": "u"})
     src = pa.table({"id": [10, 50, 51], "v": ["m", "n", "n"]}, schema=SCHEMA)
     t.merge(src).when_matched_update_all().when_not_matched_insert_all().execute()
-    expected = {k: ("a" if k < 20 else "b") for k in range(5, 45)} | {k: "u" for k in range(40, 45)}
+    expected = {k: ("a" if k < 20 else "b") for k in range(5, 45)} | dict.fromkeys(range(40, 45), "u")
     expected |= {10: "m", 50: "n", 51: "n"}
     got = t.read()
     assert dict(zip(got.column("id").to_pylist(), got.column("v").to_pylist(), strict=True)) == expected
@@ -294,7 +294,7 @@ def test_dml_changelog_time_travel_and_system_tables_on_dynamic_buckets(tmp_path
     assert len(hash_index(t)) == len({b for _, b in keys_by_bucket(t)})
     assert_one_bucket_per_key(t)
     diff = t.changelog(1, t.latest_snapshot_id(), mode="diff")  # the changes between two snapshots, any bucket
-    state = {k: "a" for k in range(30)}
+    state = dict.fromkeys(range(30), "a")
     for r in diff.to_pylist():
         if r["_row_kind"] in ("+I", "+U"):
             state[r["id"]] = r["v"]
