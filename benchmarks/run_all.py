@@ -46,6 +46,7 @@ SCRIPTS = [
     "bench_streaming.py",
     "bench_cli.py",
     "bench_deletion_vectors.py",
+    "bench_buckets.py",
 ]
 PEER_PYTHON = ROOT / ".venv-peers" / "bin" / "python"
 SYSTEMS = ("pyarrow", "mergetable", "deltalake", "pypaimon")
@@ -273,6 +274,7 @@ def main() -> None:
                     "bench_planning.py": ["--commits", "200"],
                     "bench_deletion_vectors.py": ["--rows", "200000", "--spark"],
                     "bench_dml.py": ["--repeat", "3", "--mem-rows", "2000000"],
+                    "bench_buckets.py": ["--rows", "200000", "--repeat", "1"],
                 }.get(name, ["--rows", "1000000"])
             elif name == "bench_deletion_vectors.py":
                 extra = ["--spark"]

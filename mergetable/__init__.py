@@ -9,6 +9,7 @@
 
 from mergetable.commit.result import CommitResult
 from mergetable.core.errors import (
+    BucketAssignmentConflictError,
     ClockSkewError,
     CommitConflictError,
     CommitStateUnknownError,
@@ -37,6 +38,7 @@ from mergetable.table import Table, create_table, open_table, table_exists
 __version__ = "0.1.0"
 
 __all__ = [
+    "BucketAssignmentConflictError",
     "ClockSkewError",
     "CommitConflictError",
     "CommitMessage",

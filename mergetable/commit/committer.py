@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mergetable.commit.bucket_index import IndexBases, fold_hash_files
 from mergetable.commit.clock import check_clock, max_clock_skew
 from mergetable.commit.index_manifest import IndexManifestIO
 from mergetable.commit.manifests import ManifestIO, fold
@@ -43,6 +44,7 @@ from mergetable.metadata.models import (
     CommitKind,
     CommitMessage,
     FileKind,
+    IndexFileMeta,
     ManifestEntry,
     ManifestFileMeta,
     Snapshot,
@@ -56,6 +58,7 @@ Precondition = Callable[[Snapshot | None], None]
 @dataclass
 class _Attempt:
     written: list[str] = field(default_factory=list)
+    index_files: list[IndexFileMeta] = field(default_factory=list)
 
 
 class Committer:
@@ -68,6 +71,8 @@ class Committer:
         self.manifests = ManifestIO(fileio)
         self.indexes = IndexManifestIO(fileio)
         self._index_of: Snapshot | None = None
+        self.index_bases: IndexBases | None = None
+        """What the writers of a dynamic-bucket table assigned against (:mod:`mergetable.commit.bucket_index`)."""
         self.paths = PathFactory(fileio.root)
 
     # -- public ------------------------------------------------------------------------------------
@@ -87,7 +92,7 @@ class Committer:
         """
         self.schema.check_writable()
         out = []
-        data_msgs = [m for m in messages if m.new_files or m.deleted_files or m.changelog_files]
+        data_msgs = [m for m in messages if m.new_files or m.deleted_files or m.changelog_files or m.new_index_files]
         if data_msgs or overwrite is not None:
             # A commit that removes files (an append table's copy-on-write delete or update) is an overwrite:
             # the files it removes must still be live.
@@ -204,6 +209,13 @@ class Committer:
         self._check_conflicts(live, delta, kind)
         dropped = {e.partition for e in live if overwrite is not None and overwrite.covers(e.partition)}
         index_entries = self.indexes.updated(latest, messages if kind is CommitKind.COMPACT else (), dropped)
+        hashes = None
+        if kind is not CommitKind.COMPACT and self._index_of is None:
+            live_index = self.indexes.entries(latest)
+            base = live_index if index_entries is None else index_entries
+            hashes = fold_hash_files(self.indexes, live_index, base, messages, self.index_bases, dropped)
+            if hashes is not None:
+                index_entries = hashes.entries
         changelog = [
             ManifestEntry(
                 kind=FileKind.ADD, partition=m.partition, bucket=m.bucket, total_buckets=m.total_buckets, file=f
@@ -211,7 +223,7 @@ class Committer:
             for m in messages
             for f in (m.compact_changelog_files if kind is CommitKind.COMPACT else m.changelog_files)
         ]
-        attempt = _Attempt()
+        attempt = _Attempt(index_files=hashes.written if hashes is not None else [])
         try:
             index_manifest = latest.index_manifest if latest else None
             if self._index_of is not None:
@@ -230,6 +242,8 @@ class Committer:
             raise
         if snapshot is None:
             self._cleanup(attempt)
+        elif hashes is not None and hashes.superseded:
+            self.indexes.delete_files(hashes.superseded)  # merged into the files the snapshot lists
         return snapshot
 
     def _write_snapshot(
@@ -317,6 +331,7 @@ class Committer:
 
     def _cleanup(self, attempt: _Attempt) -> None:
         self.fileio.delete_quietly([self.paths.manifest_file(n) for n in attempt.written])
+        self.indexes.delete_files(attempt.index_files)
 
     # -- delta and conflicts -------------------------------------------------------------------------
     def _delta_entries(

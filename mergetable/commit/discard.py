@@ -48,6 +48,8 @@ def discard_uncommitted(
         for f in (*m.new_files, *m.changelog_files, *m.compact_after, *m.compact_changelog_files):
             if f.file_name not in kept and f.file_name not in upgraded:
                 doomed.append(paths.data_file(m.partition, m.bucket, f.file_name))
-        doomed += [paths.index_file(f.file_name) for f in m.compact_index_files if f.file_name not in kept]
+        for index_file in (*m.compact_index_files, *m.new_index_files):
+            if index_file.file_name not in kept:
+                doomed.append(paths.index_file(index_file.file_name))
     fileio.delete_quietly(doomed)
     return doomed

@@ -31,6 +31,7 @@ from collections.abc import Callable, Collection, Sequence
 from types import TracebackType
 from typing import Any, TypedDict, Unpack
 
+from mergetable.commit.bucket_index import LatestHashIndex
 from mergetable.commit.committer import Committer
 from mergetable.commit.discard import discard_uncommitted
 from mergetable.commit.maintenance import expire_after_commit
@@ -42,6 +43,7 @@ from mergetable.core.txn import Txn
 from mergetable.merge import MergeFunction
 from mergetable.metadata.models import CommitMessage, Snapshot
 from mergetable.write.append import AppendWriter
+from mergetable.write.bucket_assign import DynamicBucketAssigner, PartitionHashes
 from mergetable.write.input import RowKindArg
 from mergetable.write.writer import TableWriter
 
@@ -74,11 +76,18 @@ class TxState(enum.Enum):
     UNKNOWN = "outcome unknown"
 
 
-def open_writer(fileio: FileIO, schema: TableSchema, merge_function: MergeFunction) -> TableWriter:
+def open_writer(
+    fileio: FileIO, schema: TableSchema, merge_function: MergeFunction, overwrite: bool = False
+) -> TableWriter:
     """A table writer whose ``abort`` deletes its files through :func:`discard_uncommitted` (an
-    :class:`AppendWriter` for a table without a primary key)."""
-    writer = AppendWriter if schema.is_append_table else TableWriter
-    return writer(fileio, schema, merge_function, functools.partial(discard_uncommitted, fileio, schema))
+    :class:`AppendWriter` for a table without a primary key). ``overwrite``: its rows replace the partitions
+    they are in, so a dynamic-bucket table places them against an empty index there."""
+    discard = functools.partial(discard_uncommitted, fileio, schema)
+    if schema.is_append_table:
+        return AppendWriter(fileio, schema, merge_function, discard)
+    loader = (lambda _: PartitionHashes()) if overwrite else LatestHashIndex(fileio)
+    assigner = DynamicBucketAssigner(fileio, schema, loader) if schema.is_dynamic_bucket else None
+    return TableWriter(fileio, schema, merge_function, discard, assigner=assigner)
 
 
 class WriteTransaction:
@@ -135,6 +144,7 @@ class WriteTransaction:
         """The messages the commit published (empty until committed)."""
         self._writer: TableWriter | None = None
         self._messages: list[CommitMessage] = []
+        self._adopted = False  # messages with HASH index files from writers we do not know
 
     # -- collecting files ----------------------------------------------------------------------------
     def write(
@@ -143,7 +153,7 @@ class WriteTransaction:
         """Write rows (see :meth:`mergetable.Table.write`); nothing is visible before :meth:`commit`."""
         self._require_open("write")
         if self._writer is None:
-            self._writer = open_writer(self.fileio, self.schema, self.merge_function)
+            self._writer = open_writer(self.fileio, self.schema, self.merge_function, self.overwrite is not False)
             if isinstance(self.overwrite, dict):
                 self._writer.partition_check = functools.partial(
                     check_partitions, self.schema, overwrite=self.overwrite
@@ -161,6 +171,7 @@ class WriteTransaction:
         """Take over messages prepared elsewhere (a task's, a compaction's): committed or discarded with ours."""
         self._require_open("adopt messages")
         self._messages.extend(messages)
+        self._adopted = self._adopted or any(m.new_index_files for m in messages)
 
     def drop(self, messages: Sequence[CommitMessage]) -> None:
         """Forget ``messages`` (held by this transaction) and delete their files."""
@@ -201,6 +212,8 @@ class WriteTransaction:
         try:
             spec = overwrite_spec(self.schema, messages, self.overwrite)
             committer = Committer(self.fileio, self.schema, self.commit_user)
+            if self._writer is not None and not self._adopted:
+                committer.index_bases = self._writer.index_bases
             snaps = committer.commit(messages, self.identifier, spec, self.properties, self.txn, guard)
         except CommitStateUnknownError:
             self.state = TxState.UNKNOWN  # the snapshot may reference the files: keep them

@@ -31,6 +31,7 @@ from mergetable.compaction.append import AppendCompactor, pick_runs
 from mergetable.compaction.clustering import Strategy, check_strategy, sort_columns
 from mergetable.compaction.compaction import BucketCompactor
 from mergetable.core.buckets import BucketId, Partition, bucket_order
+from mergetable.core.deletion_vectors import DELETION_VECTORS_INDEX
 from mergetable.core.errors import (
     ArgumentError,
     CommitConflictError,
@@ -229,7 +230,8 @@ class CompactionJob:
                 todo = [buckets[b] for b in sorted(buckets, key=bucket_order) if b not in kept]
                 indexes: dict[BucketId, list[IndexFileMeta]] = {}
                 for e in self.indexes.entries(latest):
-                    indexes.setdefault((e.partition, e.bucket), []).append(e.index_file)
+                    if e.index_file.index_type == DELETION_VECTORS_INDEX:  # a HASH index stays as it is
+                        indexes.setdefault((e.partition, e.bucket), []).append(e.index_file)
                 plans = [
                     p
                     for p in (self.plan(es, full, indexes.get((es[0].partition, es[0].bucket), ())) for es in todo)

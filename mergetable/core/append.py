@@ -41,6 +41,21 @@ def append_defaults(options: object) -> dict[str, str]:
     return given
 
 
+def key_table_defaults(options: object) -> dict[str, str]:
+    """``options`` with the defaults of a new primary-key table: ``bucket`` -1 (dynamic bucket mode, Paimon's
+    default, :mod:`mergetable.core.dynamic_buckets`) when it is not given. Only a table being created gets it:
+    the schema stores the resolved ``bucket``, so an existing table keeps its mode.
+
+    >>> key_table_defaults(None)["bucket"], key_table_defaults({"bucket": "4"})["bucket"]
+    ('-1', '4')
+    """
+    given = dict(arguments.mapping(options, "options"))
+    plain, _ = normalize_option_keys(given)
+    if "bucket" not in plain:
+        given["bucket"] = str(UNAWARE_BUCKET)
+    return given
+
+
 def check_append_options(opts: TableOptions, columns: Sequence[str], partition_keys: Sequence[str]) -> None:
     """Refuse options an append table cannot keep, naming the option.
 
@@ -83,19 +98,22 @@ def check_append_options(opts: TableOptions, columns: Sequence[str], partition_k
 
 
 def check_key_table_options(opts: TableOptions) -> None:
-    """Refuse append-table-only options on a table with a primary key, naming the option.
+    """Refuse append-table-only options on a table with a primary key, naming the option. ``bucket`` -1 is
+    the dynamic bucket mode there (:mod:`mergetable.core.dynamic_buckets`), where keys are not hashed into a
+    fixed number of buckets, so a ``bucket-key`` has no use (Paimon refuses it too).
 
-    >>> check_key_table_options(TableOptions.from_map({"bucket": "-1"}))
+    >>> check_key_table_options(TableOptions.from_map({"bucket": "-1", "bucket-key": "id"}))
     Traceback (most recent call last):
-    mergetable.core.errors.OptionsError: option 'bucket': bucket=-1 (dynamic bucket mode) is not supported ...
+    mergetable.core.errors.OptionsError: option 'bucket-key': cannot be set with 'bucket' = -1 ...
     """
-    if opts.bucket == UNAWARE_BUCKET:
+    if opts.bucket == UNAWARE_BUCKET and opts.bucket_key:
         raise OptionsError(
-            "bucket",
-            "bucket=-1 (dynamic bucket mode) is not supported for a table with a primary key; give bucket >= 1",
+            "bucket-key",
+            "cannot be set with 'bucket' = -1 (dynamic bucket mode: a key's bucket comes from the table's HASH "
+            "index, not from a hash of the bucket key); give 'bucket' >= 1 for hash buckets",
         )
     if opts.write_mode == "append-only":
         raise OptionsError("write-mode", "'append-only' tables have no primary key: leave primary_key out")
 
 
-__all__ = ["append_defaults", "check_append_options", "check_key_table_options"]
+__all__ = ["append_defaults", "check_append_options", "check_key_table_options", "key_table_defaults"]

@@ -56,6 +56,11 @@ class CommitConflictError(MergeTableError):
     """A commit conflicts with a concurrent one and cannot be retried (or retries were exhausted)."""
 
 
+class BucketAssignmentConflictError(CommitConflictError):
+    """Two writers of a dynamic-bucket table placed one new key in different buckets: the later commit is
+    refused (nothing of it is published); writing the rows again places the key in the bucket that won."""
+
+
 class ClockSkewError(CommitConflictError):
     """The latest snapshot is dated further ahead of this writer's clock than ``commit.max-clock-skew``."""
 
@@ -188,6 +193,7 @@ class UnknownOptionsWarning(UserWarning):
 __all__ = [
     "AlreadyCommittedError",
     "ArgumentError",
+    "BucketAssignmentConflictError",
     "ClockSkewError",
     "CommitConflictError",
     "CommitStateUnknownError",

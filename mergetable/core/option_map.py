@@ -43,8 +43,6 @@ PAIMON_UNSUPPORTED_OPTIONS: frozenset[str] = frozenset(
         "data-file.external-paths.strategy",
         "data-file.path-directory",
         "dynamic-bucket.assigner-parallelism",
-        "dynamic-bucket.initial-buckets",
-        "dynamic-bucket.target-row-num",
         "file-index.in-manifest-threshold",
         "file-index.read.enabled",
         "file-reader-async-threshold",

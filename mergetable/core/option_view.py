@@ -26,7 +26,8 @@ class OptionsView(dict[str, str]):
 
     def non_default(self) -> dict[str, str]:
         """The options whose value differs from mergetable's default, sorted by name."""
-        defaults = TableOptions().to_map()
+        # a new table's bucket is -1 (dynamic buckets with a primary key, no buckets without)
+        defaults = {**TableOptions().to_map(), "bucket": "-1"}
         return {k: v for k, v in sorted(self.items()) if defaults.get(k) != v}
 
     def __repr__(self) -> str:

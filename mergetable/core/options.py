@@ -105,6 +105,9 @@ class TableOptions(BaseModel):
     # layout
     bucket: Int = Field(1, alias="bucket")
     bucket_key: Names = Field((), alias="bucket-key")
+    dynamic_bucket_target_row_num: Int = Field(2_000_000, alias="dynamic-bucket.target-row-num")
+    dynamic_bucket_initial_buckets: Int | None = Field(None, alias="dynamic-bucket.initial-buckets")
+    dynamic_bucket_max_buckets: Int = Field(-1, alias="dynamic-bucket.max-buckets")
     file_format: str = Field("parquet", alias="file.format")
     file_compression: str = Field("zstd", alias="file.compression")
     file_compression_level: Int | None = Field(None, alias="file.compression.zstd-level")
@@ -186,6 +189,7 @@ class TableOptions(BaseModel):
             raise OptionsError("bucket", "bucket=-2 (postpone bucket mode) is not supported")
         if self.bucket != UNAWARE_BUCKET and not 1 <= self.bucket <= INT32_MAX:
             raise OptionsError("bucket", f"must be between 1 and {INT32_MAX}, got {self.bucket}")
+        _check_dynamic_buckets(self)
         if self.file_format.lower() != "parquet":
             raise OptionsError("file.format", f"only 'parquet' is supported, got '{self.file_format}'")
         if self.file_compression.lower() not in ("zstd", "snappy", "gzip", "brotli", "lz4", "none", "uncompressed"):
@@ -315,6 +319,22 @@ _DURATION_FIELDS = frozenset(
         "consumer_expiration_time",
     }
 )
+
+
+def _check_dynamic_buckets(opts: TableOptions) -> None:
+    """The ranges of the ``dynamic-bucket.*`` options (Paimon's: ids are shorts, so at most 32767 buckets)."""
+    limit = 2**15 - 1
+    if opts.dynamic_bucket_target_row_num < 1:
+        raise OptionsError(
+            "dynamic-bucket.target-row-num", f"must be positive, got {opts.dynamic_bucket_target_row_num}"
+        )
+    most = opts.dynamic_bucket_max_buckets
+    if most != -1 and not 1 <= most <= limit:
+        raise OptionsError("dynamic-bucket.max-buckets", f"must be -1 (unlimited) or between 1 and {limit}, got {most}")
+    first = opts.dynamic_bucket_initial_buckets
+    if first is not None and not 1 <= first <= (limit if most == -1 else most):
+        bound = f"'dynamic-bucket.max-buckets' ({most})" if most != -1 else str(limit)
+        raise OptionsError("dynamic-bucket.initial-buckets", f"must be between 1 and {bound}, got {first}")
 
 
 def _check_deletion_vectors(opts: TableOptions) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from mergetable.core import arguments
-from mergetable.core.append import append_defaults, check_append_options, check_key_table_options
+from mergetable.core.append import append_defaults, check_append_options, check_key_table_options, key_table_defaults
 from mergetable.core.errors import SchemaError, UnsupportedError
 from mergetable.core.model import JsonModel, Versioned
 from mergetable.core.option_map import did_you_mean
@@ -216,7 +216,7 @@ class TableSchema(Versioned):
         schema = arguments.arrow_schema(schema)
         pk = arguments.name_list(primary_key, "primary_key", allow_none=True)
         parts = arguments.name_list(partition_keys, "partition_keys", allow_none=True)
-        opts = TableOptions.from_map(options if pk else append_defaults(options))
+        opts = TableOptions.from_map(key_table_defaults(options) if pk else append_defaults(options))
         names = [f.name for f in schema]
         if len(set(names)) != len(names):
             dup = next(n for n in names if names.count(n) > 1)
@@ -233,7 +233,8 @@ class TableSchema(Versioned):
         if pk and missing:
             raise UnsupportedError(
                 f"primary key {list(pk)} must contain every partition key; missing {missing} "
-                "(cross-partition upsert needs dynamic buckets, which are not supported)"
+                "(a cross-partition upsert table, Paimon's dynamic bucket mode with keys moving between partitions, "
+                "is not supported yet)"
             )
         if pk and set(pk) == set(parts):
             raise SchemaError(f"primary key {list(pk)} must not be the same as the partition keys")
@@ -267,14 +268,14 @@ class TableSchema(Versioned):
         trimmed = self.trimmed_primary_keys
         if self.is_append_table:
             check_append_options(opts, names, self.partition_keys)
-        else:
-            check_key_table_options(opts)
         for c in opts.bucket_key if trimmed else ():
             check_column(c, names, "bucket-key column")
             if c not in trimmed:
                 raise SchemaError(
                     f"bucket-key must be a subset of the primary key without partition keys {list(trimmed)}", c
                 )
+        if not self.is_append_table:
+            check_key_table_options(opts)
         seen: set[str] = set()
         for c in opts.sequence_field:
             if c not in names:
@@ -342,6 +343,11 @@ class TableSchema(Versioned):
         """
         return not self.primary_keys
 
+    @property
+    def is_dynamic_bucket(self) -> bool:
+        """A primary-key table in dynamic bucket mode (``bucket`` -1): keys are placed by its HASH index."""
+        return bool(self.primary_keys) and self.table_options.bucket == -1
+
     @cached_property
     def trimmed_primary_keys(self) -> tuple[str, ...]:
         """The key stored and merged on: the primary key without partition keys."""
@@ -374,8 +380,9 @@ class TableSchema(Versioned):
         return self.arrow_schema.field(check_column(column, self.column_names)).type
 
     def with_options(self, options: dict[str, str]) -> TableSchema:
-        """A copy with other options (validated; derived views are recomputed, not copied)."""
-        return TableSchema.model_validate({**self.model_dump(), "options": TableOptions.from_map(options).to_map()})
+        """A copy with ``options`` over the stored ones (validated; derived views are recomputed, not copied)."""
+        merged = TableOptions.from_map({**self.options, **options}).to_map()
+        return TableSchema.model_validate({**self.model_dump(), "options": merged})
 
 
 def _is_partition_type(t: pa.DataType) -> bool:

@@ -145,11 +145,11 @@ class IndexFileMeta(JsonModel):
     """One index file of a bucket (Paimon's ``IndexFileMeta``): ``index/<file_name>``."""
 
     index_type: str
-    """``DELETION_VECTORS`` (the only type mergetable writes)."""
+    """``DELETION_VECTORS`` (a bucket's deletion vectors) or ``HASH`` (a dynamic bucket's key hashes)."""
     file_name: FileName
     file_size: int
     row_count: int
-    """How many vectors it holds."""
+    """How many vectors (``DELETION_VECTORS``) or key hashes (``HASH``) it holds."""
     deletion_vectors_ranges: tuple[DeletionVectorMeta, ...] = ()
 
 
@@ -226,11 +226,17 @@ class CommitMessage(JsonModel):
     """Deletion-vector index files the compaction wrote: the bucket's vectors after it."""
     compact_deleted_index_files: tuple[IndexFileMeta, ...] = ()
     """The bucket's index files the compaction replaces."""
+    new_index_files: tuple[IndexFileMeta, ...] = ()
+    """The write's HASH index file of a dynamic bucket: every key hash of the bucket after the write."""
+    deleted_index_files: tuple[IndexFileMeta, ...] = ()
+    """The bucket's HASH index files the write's file replaces (those it was assigned against)."""
 
     @property
     def is_empty(self) -> bool:
         return not (
-            self.compact_index_files
+            self.new_index_files
+            or self.deleted_index_files
+            or self.compact_index_files
             or self.compact_deleted_index_files
             or self.new_files
             or self.deleted_files

@@ -286,12 +286,13 @@ def write(
     types = [schema.arrow_type(k) for k in keys]
     partition_cols: list[Column] = [F.col(p) for p in schema.partition_keys]
 
-    buckets = schema.table_options.bucket
+    tasks = num_partitions or int(str(df.sparkSession.conf.get("spark.sql.shuffle.partitions")))
+    # dynamic buckets: the tasks place keys by the table's HASH index; each key goes to one task by its hash
+    buckets = tasks if schema.is_dynamic_bucket else schema.table_options.bucket
     bucket = _bucket_udf(keys, types, buckets)(*[F.col(k) for k in keys])
     if partition_cols:  # (partition, bucket) groups are not known in advance: hashed to tasks
         by = [*partition_cols, bucket]
     else:
-        tasks = num_partitions or int(str(df.sparkSession.conf.get("spark.sql.shuffle.partitions")))
         by = [bucket_task_key(df.sparkSession, bucket, buckets, tasks)]
     shuffled = df.repartition(num_partitions, *by) if num_partitions else df.repartition(*by)
     shuffled.write.format("mergetable").mode(mode).options(**opts).save(uri)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -315,16 +315,27 @@ def partitions_of(table: pa.Table, schema: TableSchema) -> list[tuple[str | None
     return _partition_ids(table, schema)[1] if table.num_rows else []
 
 
-def split_by_bucket(table: pa.Table, schema: TableSchema) -> Iterator[tuple[tuple[str | None, ...], int, pa.Table]]:
-    """Split rows by (partition, bucket), keeping input order inside each group."""
+BucketAssign = Callable[[pa.Table, np.ndarray, Sequence[tuple[str | None, ...]]], np.ndarray]
+"""Each row's bucket, given its partition index into the partitions (a dynamic-bucket table's assigner)."""
+
+
+def split_by_bucket(
+    table: pa.Table, schema: TableSchema, assign: BucketAssign | None = None
+) -> Iterator[tuple[tuple[str | None, ...], int, pa.Table]]:
+    """Split rows by (partition, bucket), keeping input order inside each group; ``assign`` places the rows of
+    a dynamic-bucket table (``DynamicBucketAssigner.assign``), else the bucket is the bucket key's hash."""
     n = table.num_rows
     if n == 0:
         return
-    # bucket -1 (an append table without buckets): every row of a partition goes to bucket 0
-    total = max(1, schema.table_options.bucket)
-    keys = schema.bucket_keys
-    buckets = bucket_of([table.column(k) for k in keys], total, keys) if keys else np.zeros(n, dtype=np.int32)
     part_ids, parts = _partition_ids(table, schema)
+    if assign is not None:
+        buckets = assign(table, part_ids, parts)
+        total = int(buckets.max()) + 1
+    else:
+        # bucket -1 (an append table without buckets): every row of a partition goes to bucket 0
+        total = max(1, schema.table_options.bucket)
+        keys = schema.bucket_keys
+        buckets = bucket_of([table.column(k) for k in keys], total, keys) if keys else np.zeros(n, dtype=np.int32)
     group = part_ids * total + buckets
     if (group == group[0]).all():
         yield parts[int(part_ids[0])], int(buckets[0]), table

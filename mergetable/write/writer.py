@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from mergetable.core.arguments import name_list
-from mergetable.core.buckets import BucketId, bucket_order
+from mergetable.core.buckets import BucketId, Partition, bucket_order
 from mergetable.core.errors import MergeError
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import ChangelogProducer, DeleteBehavior
@@ -18,6 +18,7 @@ from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema, che
 from mergetable.merge import MergeFunction
 from mergetable.merge.base import drop_write_mask, with_write_mask
 from mergetable.metadata.models import CommitMessage, DataFileMeta
+from mergetable.write.bucket_assign import DynamicBucketAssigner
 from mergetable.write.files import write_kv_files
 from mergetable.write.input import (
     RowKindArg,
@@ -55,6 +56,7 @@ class TableWriter:
         merge_function: MergeFunction,
         discard: Discard,
         first_sequence: Mapping[BucketId, int] | None = None,
+        assigner: DynamicBucketAssigner | None = None,
     ) -> None:
         schema.check_writable()
         self.fileio = fileio
@@ -68,6 +70,10 @@ class TableWriter:
         self._buffer_cols: tuple[str, ...] | None = None
         self._new_files: dict[BucketId, list[DataFileMeta]] = {}
         self._changelog_files: dict[BucketId, list[DataFileMeta]] = {}
+        self.assigner = assigner
+        """Places the rows of a dynamic-bucket table (:mod:`mergetable.write.bucket_assign`)."""
+        self.index_bases: dict[Partition, frozenset[str]] = {}
+        """The HASH index files each partition's rows were assigned against, for the commit's check."""
         self.partition_check: Callable[[list[tuple[str | None, ...]]], None] | None = None
         """Called with the partitions of each input before anything is buffered or written (it may raise)."""
 
@@ -108,10 +114,11 @@ class TableWriter:
         self._buffer_cols = cols
         table = table.append_column(VALUE_KIND, kinds)
         budget = self._run_budget()
+        assign = self.assigner.assign if self.assigner is not None else None
         row_bytes = max(1, table.nbytes // max(1, table.num_rows))
         step = max(1, budget // row_bytes)
         for start in range(0, table.num_rows, step):
-            for partition, bucket, rows in split_by_bucket(table.slice(start, step), self.schema):
+            for partition, bucket, rows in split_by_bucket(table.slice(start, step), self.schema, assign):
                 self._buffer.setdefault((partition, bucket), []).append(rows)
                 self._buffer_bytes += rows.nbytes
             if self._buffer_bytes >= budget:
@@ -196,6 +203,7 @@ class TableWriter:
         messages = []
         for bucket_id in sorted(set(self._new_files) | set(self._changelog_files), key=bucket_order):
             partition, bucket = bucket_id
+            new_index, replaced = self.assigner.index_files(partition, bucket) if self.assigner else ((), ())
             messages.append(
                 CommitMessage(
                     partition=partition,
@@ -203,8 +211,12 @@ class TableWriter:
                     total_buckets=total,
                     new_files=tuple(self._new_files.get(bucket_id, ())),
                     changelog_files=tuple(self._changelog_files.get(bucket_id, ())),
+                    new_index_files=new_index,
+                    deleted_index_files=replaced,
                 )
             )
+        if self.assigner is not None:
+            self.index_bases.update(self.assigner.take_bases())
         self._new_files.clear()
         self._changelog_files.clear()
         return messages
@@ -213,6 +225,8 @@ class TableWriter:
         """Delete every file written and not yet handed out by :meth:`prepare_commit`."""
         self._buffer.clear()
         self._buffer_bytes = 0
+        if self.assigner is not None:
+            self.assigner.take_bases()  # no HASH index file for rows that are dropped
         self._discard(self._take_messages())
 
 

@@ -87,9 +87,13 @@ def test_append_options_are_checked(uri: str, options: dict[str, str], culprit: 
     assert not mt.table_exists(uri)
 
 
-def test_a_key_table_keeps_refusing_dynamic_buckets(uri: str) -> None:
+def test_bucket_minus_one_is_dynamic_on_a_key_table_and_refuses_a_bucket_key(uri: str) -> None:
+    with pytest.raises(mt.OptionsError, match="bucket") as info:
+        mt.create_table(uri, SCHEMA, ["id"], options={"bucket": "-1", "bucket-key": "id"})
+    assert info.value.option == "bucket-key"
     with pytest.raises(mt.OptionsError, match="bucket"):
-        mt.create_table(uri, SCHEMA, ["id"], options={"bucket": "-1"})
+        mt.create_table(uri, SCHEMA, ["id"], options={"bucket": "-2"})
+    assert mt.create_table(uri, SCHEMA, ["id"], options={"bucket": "-1"}).table_schema.is_dynamic_bucket
 
 
 # -- writing -----------------------------------------------------------------------------------------------

@@ -1,0 +1,118 @@
+"""Dynamic bucket mode (``bucket`` = -1 on a primary-key table): the key hashes and Paimon's HASH index file.
+
+In this mode a key's bucket is not its hash modulo a bucket count: each partition keeps a HASH index that
+lists, per bucket, the hashes of the keys that bucket holds. A key already listed stays in its bucket; a new
+key goes to a bucket with room (``dynamic-bucket.target-row-num`` hashes), else to a new bucket
+(:mod:`mergetable.write.bucket_assign`). The index files are committed with the data in the same snapshot.
+
+A key's hash is the low 32 bits of :func:`mergetable.core.hashing.hash_keys` of its trimmed primary key (the
+key without the partition fields), as a signed 32-bit integer. A HASH index file (``index/index-<uuid>-<n>``,
+index type ``HASH``) is the bucket's distinct key hashes as 4-byte big-endian integers, nothing else (as
+Paimon's ``HashIndexFile``); its ``rowCount`` is the number of hashes.
+
+Example:
+    >>> import numpy as np, pyarrow as pa
+    >>> h = key_hashes([pa.array([1, 2, 3])], ["id"])
+    >>> h.dtype.name, bool((read_hash_file(hash_file_bytes(h)) == h).all())
+    ('int32', True)
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from mergetable.core.errors import CorruptMetadataError
+from mergetable.core.fileio import FileIO
+from mergetable.core.hashing import hash_keys
+
+HASH_INDEX = "HASH"
+"""The index type of a HASH index file (Paimon's name)."""
+MAX_DYNAMIC_BUCKETS = 2**15 - 1
+"""The most buckets a partition of a dynamic-bucket table may have (Paimon keeps bucket ids as shorts)."""
+
+
+def key_hashes(columns: Sequence[pa.Array | pa.ChunkedArray], names: Sequence[str] = ()) -> np.ndarray:
+    """The 32-bit key hash of every row of the trimmed primary key ``columns`` (int32).
+
+    >>> key_hashes([pa.array([7, 7, 8])]).tolist()[0] == key_hashes([pa.array([7])]).tolist()[0]
+    True
+    """
+    h = hash_keys(columns, names)
+    return (h & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32)
+
+
+def hash_file_bytes(hashes: np.ndarray) -> bytes:
+    """The content of a HASH index file holding ``hashes`` (4-byte big-endian ints).
+
+    >>> hash_file_bytes(np.array([1, -1], dtype=np.int32)).hex()
+    '00000001ffffffff'
+    """
+    return np.asarray(hashes, dtype=">i4").tobytes()
+
+
+def read_hash_file(data: bytes, where: str = "<memory>") -> np.ndarray:
+    """The hashes of a HASH index file's content (int32, in file order).
+
+    Raises:
+        CorruptMetadataError: naming ``where``, when the size is not a multiple of 4 bytes.
+
+    >>> read_hash_file(bytes.fromhex("00000002")).tolist()
+    [2]
+    """
+    if len(data) % 4:
+        raise CorruptMetadataError(where, f"a HASH index file holds 4-byte hashes, but it has {len(data)} bytes")
+    return np.frombuffer(data, dtype=">i4").astype(np.int32)
+
+
+_CACHE: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+_CACHE_MAX_HASHES = 64 * 1024 * 1024  # 256 MB of hashes
+
+
+def load_hash_file(fileio: FileIO, path: str, name: str) -> np.ndarray:
+    """The hashes of the HASH index file ``name`` at ``path``, sorted; cached by table and name (files never change).
+
+    Raises:
+        CorruptMetadataError: the file is missing or malformed.
+    """
+    key = (fileio.uri, name)
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            _CACHE.move_to_end(key)
+            return hit
+    try:
+        data = fileio.read_bytes(path)
+    except FileNotFoundError:
+        raise CorruptMetadataError(path, "HASH index file is missing") from None
+    return remember_hash_file(fileio, name, np.sort(read_hash_file(data, path)))
+
+
+def remember_hash_file(fileio: FileIO, name: str, hashes: np.ndarray) -> np.ndarray:
+    """Cache the (sorted) hashes of the HASH index file ``name`` of the table ``fileio``, as its writer knows
+    them; returns them, read-only."""
+    hashes = np.array(hashes, dtype=np.int32)
+    hashes.setflags(write=False)
+    with _CACHE_LOCK:
+        _CACHE[(fileio.uri, name)] = hashes
+        total = sum(len(v) for v in _CACHE.values())
+        while total > _CACHE_MAX_HASHES and len(_CACHE) > 1:
+            _, dropped = _CACHE.popitem(last=False)
+            total -= len(dropped)
+    return hashes
+
+
+__all__ = [
+    "HASH_INDEX",
+    "MAX_DYNAMIC_BUCKETS",
+    "hash_file_bytes",
+    "key_hashes",
+    "load_hash_file",
+    "read_hash_file",
+    "remember_hash_file",
+]
