@@ -43,6 +43,7 @@ from mergetable.metadata.models import (
     CommitKind,
     CommitMessage,
     FileKind,
+    IndexManifestEntry,
     ManifestEntry,
     ManifestFileMeta,
     Snapshot,
@@ -87,11 +88,15 @@ class Committer:
         """
         self.schema.check_writable()
         out = []
-        data_msgs = [m for m in messages if m.new_files or m.deleted_files or m.changelog_files]
+        data_msgs = [
+            m
+            for m in messages
+            if m.new_files or m.deleted_files or m.changelog_files or m.new_index_files or m.deleted_index_files
+        ]
         if data_msgs or overwrite is not None:
-            # A commit that removes files (an append table's copy-on-write delete or update) is an overwrite:
-            # the files it removes must still be live.
-            removes = any(m.deleted_files for m in data_msgs)
+            # A commit that removes files or marks rows deleted (an append table's delete, update or merge) is an
+            # overwrite, as in Paimon: the files it removes must still be live.
+            removes = any(m.deleted_files or m.new_index_files or m.deleted_index_files for m in data_msgs)
             kind = CommitKind.OVERWRITE if overwrite is not None or removes else CommitKind.APPEND
             out.append(self._commit_with_retry(data_msgs, kind, identifier, overwrite, properties, txn, precondition))
         compact_msgs = [
@@ -203,7 +208,12 @@ class Committer:
         delta = self._delta_entries(live, messages, kind, overwrite)
         self._check_conflicts(live, delta, kind)
         dropped = {e.partition for e in live if overwrite is not None and overwrite.covers(e.partition)}
-        index_entries = self.indexes.updated(latest, messages if kind is CommitKind.COMPACT else (), dropped)
+        compaction = kind is CommitKind.COMPACT
+        live_files = None
+        if any(m.compact_index_files if compaction else m.new_index_files for m in messages):
+            live_files = {(e.partition, e.bucket, e.file.file_name) for e in fold([*live, *delta])}
+        index_entries = self.indexes.updated(latest, messages, dropped, compaction, live_files)
+        self._check_vectors(latest, delta, index_entries)
         changelog = [
             ManifestEntry(
                 kind=FileKind.ADD, partition=m.partition, bucket=m.bucket, total_buckets=m.total_buckets, file=f
@@ -367,6 +377,24 @@ class Committer:
         if any(e.kind is FileKind.DELETE and e.identifier in added_ids for e in delta):
             raise CommitConflictError("a commit must not add and delete the same file")
         self._check_levels(fold([*live, *delta]), {(e.partition, e.bucket) for e in delta})
+
+    def _check_vectors(
+        self, latest: Snapshot | None, delta: list[ManifestEntry], index_entries: list[IndexManifestEntry] | None
+    ) -> None:
+        """A data file the commit removes must not keep a deletion vector (a concurrent commit marked rows of a
+        file this one rewrote: its rows would come back)."""
+        added = {(e.partition, e.bucket, e.file.file_name) for e in delta if e.kind is FileKind.ADD}
+        removed = {(e.partition, e.bucket, e.file.file_name) for e in delta if e.kind is FileKind.DELETE} - added
+        if not removed or ((latest is None or latest.index_manifest is None) and not index_entries):
+            return
+        entries = self.indexes.entries(latest) if index_entries is None else index_entries
+        for e in entries:
+            for r in e.index_file.deletion_vectors_ranges:
+                if (e.partition, e.bucket, r.data_file_name) in removed:
+                    raise CommitConflictError(
+                        f"data file {r.data_file_name} (bucket {e.bucket}, partition {list(e.partition)}) has "
+                        "deletion vectors a concurrent commit wrote after this commit read it"
+                    )
 
     def _check_levels(self, entries: list[ManifestEntry], touched: set[tuple[Partition, int]]) -> None:
         """Files of one level ≥ 1 of a bucket must have disjoint key ranges (LSM invariant)."""

@@ -210,7 +210,9 @@ class CommitMessage(JsonModel):
 
     ``new_files``/``deleted_files`` are the write's data increment (level-0 files; deleted files only for
     overwrite bookkeeping); ``compact_before``/``compact_after`` the compaction increment;
-    ``changelog_files`` / ``compact_changelog_files`` the changelog of each.
+    ``changelog_files`` / ``compact_changelog_files`` the changelog of each. ``new_index_files`` /
+    ``deleted_index_files``: the deletion vectors a row-level operation on an append table changed (Paimon's
+    ``DataIncrement`` index files), committed with the data increment.
     """
 
     partition: tuple[str | None, ...]
@@ -226,11 +228,17 @@ class CommitMessage(JsonModel):
     """Deletion-vector index files the compaction wrote: the bucket's vectors after it."""
     compact_deleted_index_files: tuple[IndexFileMeta, ...] = ()
     """The bucket's index files the compaction replaces."""
+    new_index_files: tuple[IndexFileMeta, ...] = ()
+    """Deletion-vector index files a row-level operation wrote: the bucket's vectors after it."""
+    deleted_index_files: tuple[IndexFileMeta, ...] = ()
+    """The bucket's index files the row-level operation replaces."""
 
     @property
     def is_empty(self) -> bool:
         return not (
-            self.compact_index_files
+            self.new_index_files
+            or self.deleted_index_files
+            or self.compact_index_files
             or self.compact_deleted_index_files
             or self.new_files
             or self.deleted_files

@@ -34,6 +34,7 @@ def vector_files(table: Table, splits: Sequence[Split]) -> tuple[list[str], Mark
     vectors mark; None when a section of ``splits`` needs more than that (a merge-on-read bucket, a file of an
     older schema, a partial write)."""
     schema_id = table.table_schema.id
+    append = table.table_schema.is_append_table  # an append table's files are all at level 0, read on their own
     paths: list[str] = []
     ids: dict[str, int] = {}
     keys: list[np.ndarray] = []
@@ -46,7 +47,12 @@ def vector_files(table: Table, splits: Sequence[Split]) -> tuple[list[str], Mark
             if len(section) != 1:
                 return None
             for f in section[0]:
-                if f.level == 0 or f.delete_row_count != 0 or f.write_cols is not None or f.schema_id != schema_id:
+                if (
+                    (f.level == 0 and not append)
+                    or f.delete_row_count != 0
+                    or f.write_cols is not None
+                    or f.schema_id != schema_id
+                ):
                     return None
                 paths.append(table.path_factory.data_file(split.partition, split.bucket, f.file_name))
                 vector = vectors.get(f.file_name)
