@@ -103,7 +103,10 @@ class AppendWriter(TableWriter):
                     keep[hits] = False
                     kept = held.filter(pa.array(keep))
                     self._buffer_bytes += kept.nbytes - held.nbytes
-                    self._buffer[(partition, bucket)] = [kept] if kept.num_rows else []
+                    if kept.num_rows:
+                        self._buffer[(partition, bucket)] = [kept]
+                    else:
+                        del self._buffer[(partition, bucket)]
             if part.num_rows:
                 self._retracts.append(part)
 
