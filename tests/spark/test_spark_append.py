@@ -102,3 +102,20 @@ def test_write_stream_appends_each_batch_exactly_once(spark: SparkSession, tmp_p
         crc.unlink()
     run()  # batch 1 replayed: already committed, skipped
     assert sorted(mt.open_table(uri).read().column("id").to_pylist()) == [0, 0, 1, 1]
+
+
+def test_spark_reads_apply_an_append_tables_deletion_vectors(spark: SparkSession, tmp_path: Path) -> None:
+    uri = str(tmp_path / "events")
+    t = mt.create_table(uri, SCHEMA, options={"deletion-vectors.enabled": "true", "write-only": "true"})
+    t.write(pa.table({"id": list(range(10)), "tag": ["x"] * 10}))
+    t.write(pa.table({"id": [10, 11], "tag": ["y", "y"]}))
+    t.delete([("id", "in", [1, 4, 11])])
+    t.write(pa.table({"id": [4, 4], "tag": ["x", "x"]}), row_kind=["-D", "+I"])  # removes nothing stored: cancels
+    assert t.deletion_vectors()
+    expected = sorted(i for i in range(12) if i not in (1, 4, 11))
+    native = mts.read(spark, uri)
+    assert native.inputFiles()  # Spark's Parquet reader, the marked rows dropped in Spark
+    assert sorted(r.id for r in native.collect()) == expected
+    assert native.count() == len(expected)
+    assert sorted(r.id for r in mts.read(spark, uri, filter=[("tag", "=", "y")]).collect()) == [10]
+    assert sorted(r.id for r in spark.read.format("mergetable").load(uri).collect()) == expected
