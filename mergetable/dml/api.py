@@ -138,7 +138,7 @@ class RowLevelOperations:
             {'id': [1, 2, 3], 'v': ['a', 'x', 'c']}
         """
         if _dml(self).table_schema.is_append_table:
-            check_merge_on(_dml(self), on)
+            check_merge_on(on)
             return AppendMergeBuilder(_dml(self), source, on, source_alias, target_alias)
         return MergeBuilder(_dml(self), source, on, source_alias, target_alias)
 

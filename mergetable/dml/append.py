@@ -163,7 +163,7 @@ class AppendMergeBuilder(MergeBuilder):
             files = list(live_files(table, base, None if by_source else _prune(self.on, keys)))
         sizes = np.array([f.rows.num_rows for f in files], dtype=np.int64)
         target = pa.concat_tables([f.rows for f in files]) if files else table.schema.empty_table()
-        resolved, ti = self.resolve(base if base is not None else _NO_BASE, target, self.source)
+        resolved, ti = self.resolve(base, target, self.source)
         removed: list[np.ndarray] = []
         replaced: list[tuple[np.ndarray, pa.Table]] = []
         counts = [0, 0, 0]
@@ -179,13 +179,10 @@ class AppendMergeBuilder(MergeBuilder):
             else:
                 replaced.append((ti[position], rows))
                 counts[1] += rows.num_rows
-        if files and (removed or replaced):
+        if base is not None and (removed or replaced):
             starts = np.concatenate([[0], np.cumsum(sizes)])
-            stage_edits(table, base, _per_file(files, starts, removed, replaced), tx)  # type: ignore[arg-type]
+            stage_edits(table, base, _per_file(files, starts, removed, replaced), tx)
         return counts[0], counts[1], counts[2]
-
-
-_NO_BASE: Any = object()  # resolve() with a base of no rows (it evaluates the clauses on an empty target)
 
 
 def _per_file(
@@ -223,7 +220,7 @@ def retract_records(table: DmlTable, tx: WriteTransaction, retracts: pa.Table) -
     return len(hits)
 
 
-def check_merge_on(table: DmlTable, on: object) -> None:
+def check_merge_on(on: object) -> None:
     """An append table has no key to join on by default: ``on`` must name the columns."""
     if on is None or (not isinstance(on, str) and not list(on)):  # type: ignore[call-overload]
         raise SchemaError("argument 'on' is required to merge into an append table (it has no primary key)")
