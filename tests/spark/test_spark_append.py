@@ -119,3 +119,17 @@ def test_spark_reads_apply_an_append_tables_deletion_vectors(spark: SparkSession
     assert native.count() == len(expected)
     assert sorted(r.id for r in mts.read(spark, uri, filter=[("tag", "=", "y")]).collect()) == [10]
     assert sorted(r.id for r in spark.read.format("mergetable").load(uri).collect()) == expected
+
+
+def test_scattered_marks_are_dropped_by_a_join_and_few_runs_by_a_filter(spark: SparkSession, tmp_path: Path) -> None:
+    uri = str(tmp_path / "events")
+    t = mt.create_table(uri, SCHEMA, options={"deletion-vectors.enabled": "true", "write-only": "true"})
+    t.write(pa.table({"id": list(range(200)), "tag": ["x"] * 200}))
+    t.delete([("id", "in", list(range(0, 100, 2)))])  # 50 runs of one row: more than a filter takes
+    t.delete([("id", ">=", 150)])  # one run
+    expected = [i for i in range(150) if i >= 100 or i % 2]
+    assert sorted(r.id for r in mts.read(spark, uri).collect()) == expected
+    assert mts.read(spark, uri).count() == len(expected)
+    t.compact(full=True, progress=False)
+    t.delete([("id", "<", 120)])  # one run of the compacted file
+    assert sorted(r.id for r in mts.read(spark, uri).collect()) == list(range(120, 150))
