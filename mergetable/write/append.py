@@ -8,8 +8,9 @@ commit order, which reads, compaction and streams keep.
 
 As the keyless changelog of the Table Store, an append table takes ``+I`` and ``-D`` rows (``-U``/``+U`` need a
 key; ``ignore-delete`` drops ``-U``/``-D``). Within a write, a ``-D`` row applies after the ``+I`` rows given
-with it: it first cancels one equal ``+I`` row the writer still buffers (of its bucket, :mod:`mergetable.core.
-records`); the ones left (:meth:`AppendWriter.take_retracts`) remove stored records when the write commits
+with it: it first cancels one equal ``+I`` row the writer holds (of its bucket, :mod:`mergetable.core.records`:
+buffered, or in a file it already wrote, which is then written again without it); the ones left
+(:meth:`AppendWriter.take_retracts`) remove stored records when the write commits
 (:func:`mergetable.dml.append.retract_records`, through :meth:`mergetable.Table.write` or ``writing``).
 """
 
@@ -21,10 +22,12 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from mergetable.core.buckets import BucketId
 from mergetable.core.errors import UnsupportedError
 from mergetable.core.fileio import FileIO
+from mergetable.core.paths import PathFactory
 from mergetable.core.records import match_plan, remaining
 from mergetable.core.rowkind import RowKind, is_retract
 from mergetable.core.schema import TableSchema
@@ -108,7 +111,37 @@ class AppendWriter(TableWriter):
                     else:
                         del self._buffer[(partition, bucket)]
             if part.num_rows:
+                part = self._retract_written((partition, bucket), part)
+            if part.num_rows:
                 self._retracts.append(part)
+
+    def _retract_written(self, bucket_id: BucketId, rows: pa.Table) -> pa.Table:
+        """Cancel ``rows`` (``-D``) against the files this writer already wrote to ``bucket_id`` (rows spilled
+        past ``write-buffer-size``): each file holding a match is written again without it. The rows left."""
+        partition, bucket = bucket_id
+        paths = PathFactory.for_table(self.fileio.root, self.schema)
+        kept: list[DataFileMeta] = []
+        for f in self._new_files.get(bucket_id, []):
+            path = paths.data_file(partition, bucket, f.file_name)
+            stored = None
+            if rows.num_rows:
+                stored = pq.read_table(path, filesystem=self.fileio.arrow_fs(), schema=self.schema.arrow_schema)
+            hits = match_plan(stored, rows)[0] if stored is not None else ()
+            if stored is None or not len(hits):
+                kept.append(f)
+                continue
+            rows = remaining(stored, rows)
+            left = np.ones(stored.num_rows, dtype=bool)
+            left[hits] = False
+            if left.any():
+                first = f.min_sequence_number
+                kept += write_append_files(
+                    self.fileio, self.schema, partition, bucket, stored.filter(pa.array(left)), first
+                )
+            self.fileio.delete_quietly([path])
+        if bucket_id in self._new_files:
+            self._new_files[bucket_id] = kept
+        return rows
 
     def take_retracts(self) -> pa.Table | None:
         """The ``-D`` rows left to apply to the stored records (None: none); the writer forgets them."""

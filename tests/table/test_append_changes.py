@@ -69,6 +69,18 @@ def test_inserts_and_deletes_of_one_write_cancel_first(uri: str, options: dict[s
     assert before <= data_files(uri)
 
 
+def test_a_minus_d_row_cancels_an_insert_the_writer_already_spilled(uri: str, options: dict[str, str]) -> None:
+    t = mt.create_table(uri, SCHEMA, options={"write-buffer-size": "1 kb", "write-only": "true", **options})
+    t.write(table([7], ["stored"]))
+    with t.writing() as w:
+        for start in range(0, 300, 100):  # each batch spills past the 1 KB buffer into files of this write
+            w.write(table(list(range(start, start + 100))))
+        w.write(table([5, 150, 150, 7, 7], ["n5", "n150", "n150", "stored", "stored"]), row_kind="-D")
+    got = sorted(t.read().column("id").to_pylist())
+    assert got == [i for i in range(300) if i not in (5, 150)]  # (7, stored) found one copy; the 2nd is ignored
+    assert len(data_files(uri)) >= len(t.files())
+
+
 def test_floats_match_as_spark_compares_them_and_structs_as_a_whole(uri: str) -> None:
     schema = pa.schema([("x", pa.float64()), ("s", pa.struct([("a", pa.int32()), ("b", pa.string())]))])
     t = mt.create_table(uri, schema)
