@@ -68,11 +68,30 @@ def record_codes(tables: Sequence[pa.Table]) -> list[np.ndarray]:
     return np.split(codes, np.cumsum(sizes)[:-1])
 
 
+def _candidates(stored: pa.Table, removed: pa.Table) -> np.ndarray:
+    """Positions of the stored rows whose every column value occurs in ``removed`` (a hash semi-join per column:
+    the exact record match then runs on these only)."""
+    keep = np.ones(stored.num_rows, dtype=bool)
+    for name in removed.column_names:
+        for s, r in zip(_columns(stored.column(name), name), _columns(removed.column(name), name), strict=True):
+            found = pc.is_in(s, value_set=r.combine_chunks(), skip_nulls=False)
+            keep &= np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
+    return np.nonzero(keep)[0]
+
+
 def _plan(stored: pa.Table, removed: pa.Table) -> tuple[np.ndarray, int]:
     """The stored rows the removed records take (positions, ascending) and how many removed records found none."""
     if not removed.num_rows or not stored.num_rows:
         return np.arange(0), removed.num_rows
-    s, r = record_codes([stored.select(removed.column_names), removed])
+    at = _candidates(stored, removed)
+    if not len(at):
+        return at, removed.num_rows
+    hits, missing = _exact(stored.select(removed.column_names).take(pa.array(at)), removed)
+    return at[hits], missing
+
+
+def _exact(stored: pa.Table, removed: pa.Table) -> tuple[np.ndarray, int]:
+    s, r = record_codes([stored, removed])
     wanted = np.bincount(r, minlength=int(max(s.max(), r.max())) + 1)
     order = np.argsort(s, kind="stable")
     ordered = s[order]
