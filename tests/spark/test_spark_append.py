@@ -133,3 +133,16 @@ def test_scattered_marks_are_dropped_by_a_join_and_few_runs_by_a_filter(spark: S
     t.compact(full=True, progress=False)
     t.delete([("id", "<", 120)])  # one run of the compacted file
     assert sorted(r.id for r in mts.read(spark, uri).collect()) == list(range(120, 150))
+
+
+def test_spark_merge_table_refuses_an_append_table(spark: SparkSession, tmp_path: Path) -> None:
+    from mergetable.spark.delta import MergeTable
+
+    uri = str(tmp_path / "events")
+    mt.create_table(uri, SCHEMA).write(pa.table({"id": [1], "tag": ["a"]}))
+    table = MergeTable.forPath(spark, uri)
+    with pytest.raises(mt.UnsupportedError, match="needs a primary key"):
+        table.delete("id = 1")
+    with pytest.raises(mt.UnsupportedError, match="needs a primary key"):
+        table.merge(spark.createDataFrame([(1, "b")], "id long, tag string"), "target.id = source.id")
+    assert mt.open_table(uri).count() == 1
