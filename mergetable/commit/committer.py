@@ -385,9 +385,12 @@ class Committer:
         file this one rewrote: its rows would come back)."""
         added = {(e.partition, e.bucket, e.file.file_name) for e in delta if e.kind is FileKind.ADD}
         removed = {(e.partition, e.bucket, e.file.file_name) for e in delta if e.kind is FileKind.DELETE} - added
-        if not removed or ((latest is None or latest.index_manifest is None) and not index_entries):
+        if not removed:
             return
-        entries = self.indexes.entries(latest) if index_entries is None else index_entries
+        if self._index_of is not None:  # a restore publishes the restored snapshot's vectors
+            entries = list(self.indexes.entries(self._index_of))
+        else:
+            entries = list(self.indexes.entries(latest)) if index_entries is None else index_entries
         for e in entries:
             for r in e.index_file.deletion_vectors_ranges:
                 if (e.partition, e.bucket, r.data_file_name) in removed:

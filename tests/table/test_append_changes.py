@@ -271,3 +271,19 @@ def test_two_deletes_of_one_bucket_do_not_lose_marks(uri: str) -> None:
         with pytest.raises(mt.CommitConflictError, match="concurrent"):
             w.commit()
     assert sorted(t.read().column("id").to_pylist()) == [1, 2]
+
+
+def test_restore_and_rollback_bring_back_the_marked_rows(uri: str) -> None:
+    t = mt.create_table(uri, SCHEMA, options={"write-only": "true", **DV})
+    t.write(table([1, 2, 3]))
+    t.delete([("id", "=", 2)])
+    t.write(table([4]))
+    t.delete([("id", "=", 4)])  # the second file loses its only row: dropped
+    assert sorted(t.read().column("id").to_pylist()) == [1, 3]
+    restored = t.restore(1)
+    assert restored is not None and sorted(t.read().column("id").to_pylist()) == [1, 2, 3]
+    assert not t.deletion_vectors()
+    t.restore(2)
+    assert sorted(t.read().column("id").to_pylist()) == [1, 3] and t.count() == 2
+    t.rollback_to(1)
+    assert sorted(t.read().column("id").to_pylist()) == [1, 2, 3] and t.count() == 3
