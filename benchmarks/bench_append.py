@@ -6,6 +6,12 @@
   inline compaction after the fifth commit included).
 * read: ``Table.read()`` vs ``pyarrow.parquet.read_table`` of the raw files.
 * small commits: a read after 50 small commits and a compaction vs a read of the same rows written in one.
+* with ``--spark`` (``--spark-rows``, default 5M; ``--skip-python`` for the Spark section alone), local[2]:
+  ``df.write.format("mergetable")`` creating an append table vs ``df.write.parquet`` (goal 1.3x), and
+  ``mergetable.spark.read`` of the append table vs ``spark.read.parquet`` of the same files (goal 1.1x), also
+  with deletion vectors (a delete of the first 1% of the rows, marked in vectors; the native side reads the same
+  files, every row; then, as no goal, 1% more scattered over every file), through :mod:`bench_spark`'s
+  alternating best-of-3 pairs.
 
 Each figure is the best of ``--repeat`` runs.
 """
@@ -64,7 +70,17 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--spark", action="store_true", help="also measure Spark's read and write of append tables")
+    parser.add_argument("--spark-rows", type=int, default=5_000_000)
+    parser.add_argument("--skip-python", action="store_true", help="only the Spark section")
     args = parser.parse_args()
+    if not args.skip_python:
+        python_section(args)
+    if args.spark:
+        spark_section(args.spark_rows)
+
+
+def python_section(args: argparse.Namespace) -> None:
     data = batches(args.rows, COMMITS)
     work = Path(tempfile.mkdtemp(prefix="bench-append-"))
     raw_dir = work / "raw"
@@ -153,6 +169,65 @@ def zorder(work: Path, rows: int) -> None:
 def batches_of(data: pa.Table, parts: int) -> list[pa.Table]:
     per = -(-data.num_rows // parts)
     return [data.slice(i * per, per) for i in range(parts)]
+
+
+def spark_section(rows: int) -> None:
+    """Spark's write and read of an append table against its native Parquet source (see the module docstring)."""
+    from bench_spark import best_pair, compare, frame, full_scan, session
+
+    import mergetable.spark as mts
+
+    spark = session()
+    work = Path(tempfile.mkdtemp(prefix="bench-append-spark-"))
+    print(f"Spark, append table of {rows:,} rows (id BIGINT, p STRING, v DOUBLE, s STRING), local[2]")
+    df = frame(spark, rows).cache()
+    df.count()
+    runs = iter(range(1000))
+
+    def native_write() -> int:
+        df.write.mode("overwrite").parquet(str(work / "native-w"))
+        return 0
+
+    def table_write() -> int:
+        path = work / f"w-{next(runs)}"
+        df.write.format("mergetable").mode("append").save(str(path))
+        assert mt.open_table(str(path)).table_schema.is_append_table
+        shutil.rmtree(path)
+        return 0
+
+    compare('append table df.write.format("mergetable")', 1.3, native_write, table_write)
+    for vectors in (False, True):
+        uri = str(work / ("dv" if vectors else "plain"))
+        options = {"deletion-vectors.enabled": "true"} if vectors else {}
+        df.write.format("mergetable").mode("append").options(**options).save(uri)
+        t = mt.open_table(uri)
+        files = _data_paths(t)
+        native = spark.read.parquet(*files).select("id", "p", "v", "s")
+        ours = mts.read(spark, uri)
+        assert ours.inputFiles(), "mergetable.spark.read did not plan a Parquet scan"
+        if not vectors:
+            scans = (lambda n=native: full_scan(n)), (lambda o=ours: full_scan(o))
+            compare("append table mergetable.spark.read", 1.1, *scans)
+            continue
+        t.delete([("id", "<", rows // 100)])
+        ours = mts.read(spark, uri)
+        assert full_scan(ours)[0] == rows - rows // 100
+        native_s, ours_s = best_pair(lambda n=native: full_scan(n), lambda o=ours: full_scan(o))
+        print(f"  with deletion vectors ({rows // 100:,} rows marked): native {native_s:.2f}s, "
+              f"mergetable {ours_s:.2f}s")  # fmt: skip
+        report("Spark append table mergetable.spark.read with deletion vectors vs native", ours_s / native_s, 1.1)
+        t.delete([("v", "<", 10.0)])  # about 1% more, scattered over every file: the anti-join drops them
+        ours = mts.read(spark, uri)
+        native_s, ours_s = best_pair(lambda n=native: full_scan(n), lambda o=ours: full_scan(o))
+        print(f"  with scattered marks ({t.count():,} rows left; no goal): native {native_s:.2f}s, "
+              f"mergetable {ours_s:.2f}s, {ours_s / native_s:.2f}x")  # fmt: skip
+    df.unpersist()
+    spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def _data_paths(t: mt.Table) -> list[str]:
+    return [t.path_factory.data_file(s.partition, s.bucket, f.file_name) for s in t.plan() for f in s.files]
 
 
 if __name__ == "__main__":

@@ -167,7 +167,7 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
         """
         tx = WriteTransaction(self.fileio, self.table_schema, self.merge_function, overwrite=overwrite, **args)
         tx.after_commit = lambda messages, snap: self.compaction_job().after_commit(messages, snap)
-        return tx
+        return self._with_retracts(tx)
 
     def new_writer(self) -> TableWriter:
         """A bare writer, for messages committed by :meth:`commit` (or dropped by :meth:`abort`) later.

@@ -20,7 +20,7 @@ from typing import Any
 
 from mergetable.commit.bucket_index import IndexBases, fold_hash_files
 from mergetable.commit.clock import check_clock, max_clock_skew
-from mergetable.commit.index_manifest import IndexManifestIO
+from mergetable.commit.index_manifest import IndexManifestIO, marks_rows
 from mergetable.commit.manifests import ManifestIO, fold
 from mergetable.commit.outcome import publish_snapshot_file
 from mergetable.commit.overwrite import Overwrite
@@ -45,6 +45,7 @@ from mergetable.metadata.models import (
     CommitMessage,
     FileKind,
     IndexFileMeta,
+    IndexManifestEntry,
     ManifestEntry,
     ManifestFileMeta,
     Snapshot,
@@ -92,11 +93,16 @@ class Committer:
         """
         self.schema.check_writable()
         out = []
-        data_msgs = [m for m in messages if m.new_files or m.deleted_files or m.changelog_files or m.new_index_files]
+        data_msgs = [
+            m
+            for m in messages
+            if m.new_files or m.deleted_files or m.changelog_files or m.new_index_files or m.deleted_index_files
+        ]
         if data_msgs or overwrite is not None:
-            # A commit that removes files (an append table's copy-on-write delete or update) is an overwrite:
-            # the files it removes must still be live.
-            removes = any(m.deleted_files for m in data_msgs)
+            # A commit that removes files or marks rows deleted (an append table's delete, update or merge) is an
+            # overwrite, as in Paimon: the files it removes must still be live.
+            # (a dynamic bucket's HASH index files come with every write: they remove nothing)
+            removes = any(m.deleted_files or marks_rows(m) for m in data_msgs)
             kind = CommitKind.OVERWRITE if overwrite is not None or removes else CommitKind.APPEND
             out.append(self._commit_with_retry(data_msgs, kind, identifier, overwrite, properties, txn, precondition))
         compact_msgs = [
@@ -208,14 +214,19 @@ class Committer:
         delta = self._delta_entries(live, messages, kind, overwrite)
         self._check_conflicts(live, delta, kind)
         dropped = {e.partition for e in live if overwrite is not None and overwrite.covers(e.partition)}
-        index_entries = self.indexes.updated(latest, messages if kind is CommitKind.COMPACT else (), dropped)
+        compaction = kind is CommitKind.COMPACT
+        live_files = None
+        if any(m.compact_index_files if compaction else marks_rows(m) for m in messages):
+            live_files = {(e.partition, e.bucket, e.file.file_name) for e in fold([*live, *delta])}
+        index_entries = self.indexes.updated(latest, messages, dropped, compaction, live_files)
         hashes = None
-        if kind is not CommitKind.COMPACT and self._index_of is None:
+        if not compaction and self._index_of is None:
             live_index = self.indexes.entries(latest)
             base = live_index if index_entries is None else index_entries
             hashes = fold_hash_files(self.indexes, live_index, base, messages, self.index_bases, dropped)
             if hashes is not None:
                 index_entries = hashes.entries
+        self._check_vectors(latest, delta, index_entries)
         changelog = [
             ManifestEntry(
                 kind=FileKind.ADD, partition=m.partition, bucket=m.bucket, total_buckets=m.total_buckets, file=f
@@ -382,6 +393,27 @@ class Committer:
         if any(e.kind is FileKind.DELETE and e.identifier in added_ids for e in delta):
             raise CommitConflictError("a commit must not add and delete the same file")
         self._check_levels(fold([*live, *delta]), {(e.partition, e.bucket) for e in delta})
+
+    def _check_vectors(
+        self, latest: Snapshot | None, delta: list[ManifestEntry], index_entries: list[IndexManifestEntry] | None
+    ) -> None:
+        """A data file the commit removes must not keep a deletion vector (a concurrent commit marked rows of a
+        file this one rewrote: its rows would come back)."""
+        added = {(e.partition, e.bucket, e.file.file_name) for e in delta if e.kind is FileKind.ADD}
+        removed = {(e.partition, e.bucket, e.file.file_name) for e in delta if e.kind is FileKind.DELETE} - added
+        if not removed:
+            return
+        if self._index_of is not None:  # a restore publishes the restored snapshot's vectors
+            entries = list(self.indexes.entries(self._index_of))
+        else:
+            entries = list(self.indexes.entries(latest)) if index_entries is None else index_entries
+        for e in entries:
+            for r in e.index_file.deletion_vectors_ranges:
+                if (e.partition, e.bucket, r.data_file_name) in removed:
+                    raise CommitConflictError(
+                        f"data file {r.data_file_name} (bucket {e.bucket}, partition {list(e.partition)}) has "
+                        "deletion vectors a concurrent commit wrote after this commit read it"
+                    )
 
     def _check_levels(self, entries: list[ManifestEntry], touched: set[tuple[Partition, int]]) -> None:
         """Files of one level ≥ 1 of a bucket must have disjoint key ranges (LSM invariant)."""

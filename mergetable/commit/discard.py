@@ -48,8 +48,7 @@ def discard_uncommitted(
         for f in (*m.new_files, *m.changelog_files, *m.compact_after, *m.compact_changelog_files):
             if f.file_name not in kept and f.file_name not in upgraded:
                 doomed.append(paths.data_file(m.partition, m.bucket, f.file_name))
-        for index_file in (*m.compact_index_files, *m.new_index_files):
-            if index_file.file_name not in kept:
-                doomed.append(paths.index_file(index_file.file_name))
+        written = (*m.compact_index_files, *m.new_index_files)
+        doomed += [paths.index_file(f.file_name) for f in written if f.file_name not in kept]
     fileio.delete_quietly(doomed)
     return doomed

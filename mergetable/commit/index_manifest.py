@@ -9,7 +9,7 @@ files in one snapshot. A snapshot whose index files did not change keeps its pre
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from mergetable.commit.manifests import _cached, _remember
 from mergetable.core.buckets import Partition
@@ -70,27 +70,61 @@ class IndexManifestIO:
         return name
 
     def updated(
-        self, latest: Snapshot | None, messages: Iterable[CommitMessage], dropped: Iterable[Partition] = ()
+        self,
+        latest: Snapshot | None,
+        messages: Iterable[CommitMessage],
+        dropped: Iterable[Partition] = (),
+        compaction: bool = True,
+        live_files: Collection[tuple[Partition, int, str]] | None = None,
     ) -> list[IndexManifestEntry] | None:
-        """The index entries after ``messages``' index changes (and without the index files of the ``dropped``
-        partitions, which an overwrite empties) on top of ``latest``; None when nothing changes. Raises
-        :class:`CommitConflictError` when a replaced index file is no longer live (a concurrent compaction)."""
+        """The index entries after ``messages``' index changes (a compaction's with ``compaction``, else a
+        row-level operation's; and without the index files of the ``dropped`` partitions, which an overwrite
+        empties) on top of ``latest``; None when nothing changes.
+
+        Raises :class:`CommitConflictError` when a concurrent commit changed the vectors of a bucket the
+        messages write vectors for (an index file they replace is no longer live, or the bucket has one they do
+        not replace), or when a vector they write marks a data file that is not in ``live_files`` (the data
+        files live after the commit; a concurrent commit removed it)."""
+        messages = list(messages)
         current = list(self.entries(latest))
         gone = set(dropped)
-        removed = {(m.partition, m.bucket, f.file_name) for m in messages for f in m.compact_deleted_index_files}
+
+        def deleted_of(m: CommitMessage) -> tuple[IndexFileMeta, ...]:
+            return _vectors(m.compact_deleted_index_files if compaction else m.deleted_index_files)
+
+        def added_of(m: CommitMessage) -> tuple[IndexFileMeta, ...]:
+            return _vectors(m.compact_index_files if compaction else m.new_index_files)
+
+        removed = {(m.partition, m.bucket, f.file_name) for m in messages for f in deleted_of(m)}
         added = [
             IndexManifestEntry(kind=FileKind.ADD, partition=m.partition, bucket=m.bucket, index_file=f)
             for m in messages
-            for f in m.compact_index_files
+            for f in added_of(m)
         ]
         if not removed and not added and not any(e.partition in gone for e in current):
             return None
-        live = {(e.partition, e.bucket, e.index_file.file_name) for e in current}
+        # a dynamic bucket's HASH index files are folded by the commit (commit.bucket_index), not checked here
+        live = {(e.partition, e.bucket, e.index_file.file_name) for e in current if _is_vectors(e.index_file)}
         for partition, bucket, name in sorted(removed - live, key=str):
             raise CommitConflictError(
                 f"index file {name} (bucket {bucket}, partition {list(partition)}) is no longer live: a concurrent "
                 "commit changed the bucket's deletion vectors"
             )
+        written = {(e.partition, e.bucket) for e in added}
+        for partition, bucket, name in sorted(live - removed, key=str):
+            if (partition, bucket) in written and partition not in gone:
+                raise CommitConflictError(
+                    f"index file {name} (bucket {bucket}, partition {list(partition)}) was added by a concurrent "
+                    "commit that changed the bucket's deletion vectors"
+                )
+        if live_files is not None:
+            for e in added:
+                for r in e.index_file.deletion_vectors_ranges:
+                    if (e.partition, e.bucket, r.data_file_name) not in live_files:
+                        raise CommitConflictError(
+                            f"data file {r.data_file_name} (bucket {e.bucket}, partition {list(e.partition)}) is no "
+                            "longer live: a concurrent commit removed the file whose rows a deletion vector marks"
+                        )
         kept = [
             e
             for e in current
@@ -150,4 +184,18 @@ class IndexManifestIO:
         return {name: load_vector(self.fileio, index_dir, d) for name, d in deletion_files.items()}
 
 
-__all__ = ["BucketId", "IndexManifestIO"]
+def _is_vectors(f: IndexFileMeta) -> bool:
+    return f.index_type == DELETION_VECTORS_INDEX
+
+
+def _vectors(files: tuple[IndexFileMeta, ...]) -> tuple[IndexFileMeta, ...]:
+    return tuple(f for f in files if _is_vectors(f))
+
+
+def marks_rows(m: CommitMessage) -> bool:
+    """Whether a write's message changes deletion vectors (a row-level operation on an append table): its rows
+    are then marked deleted, and the commit is an overwrite. A dynamic bucket's HASH index files do not count."""
+    return bool(_vectors(m.new_index_files) or _vectors(m.deleted_index_files))
+
+
+__all__ = ["BucketId", "IndexManifestIO", "marks_rows"]

@@ -31,12 +31,14 @@ from collections.abc import Callable, Collection, Sequence
 from types import TracebackType
 from typing import Any, TypedDict, Unpack
 
+import pyarrow as pa
+
 from mergetable.commit.bucket_index import LatestHashIndex
 from mergetable.commit.committer import Committer
 from mergetable.commit.discard import discard_uncommitted
 from mergetable.commit.maintenance import expire_after_commit
 from mergetable.commit.overwrite import check_overwrite, check_partitions, overwrite_spec
-from mergetable.core.errors import CommitConflictError, CommitStateUnknownError, MergeTableError
+from mergetable.core.errors import CommitConflictError, CommitStateUnknownError, MergeTableError, UnsupportedError
 from mergetable.core.fileio import FileIO
 from mergetable.core.schema import TableSchema
 from mergetable.core.txn import Txn
@@ -52,6 +54,9 @@ _identifiers = itertools.count(1)
 
 WritePrecondition = Callable[[Sequence[CommitMessage], Snapshot | None], None]
 """``precondition(messages, latest)``: raise to abort the commit of ``messages`` on top of ``latest``."""
+RetractRecords = Callable[["WriteTransaction", pa.Table], object]
+"""Apply an append table's ``-D`` rows (left by its writer) to the stored records: stage the changes in the
+transaction, before it commits (:func:`mergetable.dml.append.retract_records`)."""
 AfterCommit = Callable[[Sequence[CommitMessage], Snapshot], object]
 """Run once the messages are committed as the snapshot (the compaction a write triggers)."""
 
@@ -135,6 +140,8 @@ class WriteTransaction:
         self.txn = args.get("txn")
         self.precondition = args.get("precondition")
         self.after_commit = after_commit
+        self.retract_records: RetractRecords | None = None
+        """Set by :meth:`mergetable.Table.writing`: where an append table's ``-D`` rows are applied."""
         self.expires = not schema.table_options.write_only
         """Whether a commit is followed by the options' snapshot expiration (the compaction job sets it)."""
         self.state = TxState.OPEN
@@ -201,6 +208,7 @@ class WriteTransaction:
         """
         self._require_open("commit")
         try:
+            self._apply_retracts()
             messages = self.prepare()
         except BaseException:
             self.discard()
@@ -237,6 +245,16 @@ class WriteTransaction:
             expire_after_commit(self.fileio, self.schema)  # never raises
         return self.snapshot
 
+    def _apply_retracts(self) -> None:
+        """Hand an append table's ``-D`` rows left by the writer to :attr:`retract_records`."""
+        retracts = self._writer.take_retracts() if isinstance(self._writer, AppendWriter) else None
+        if retracts is None:
+            return
+        if self.retract_records is None or self.overwrite is not False:
+            what = "an overwrite" if self.overwrite is not False else "this writer"
+            raise UnsupportedError(f"-D rows of an append table cannot be written by {what}; use Table.write()")
+        self.retract_records(self, retracts)
+
     def discard(self, keep: Collection[str] = (), protect_latest: bool = False) -> list[str]:
         """Delete every file written or adopted (but ``keep``, and with ``protect_latest`` the latest
         snapshot's files); a transaction that is not open has nothing to discard. Returns the paths."""
@@ -266,4 +284,4 @@ class WriteTransaction:
             raise MergeTableError(f"cannot {action}: the write transaction is {self.state.value}")
 
 
-__all__ = ["AfterCommit", "TxState", "WritePrecondition", "WriteTransaction", "open_writer"]
+__all__ = ["AfterCommit", "RetractRecords", "TxState", "WritePrecondition", "WriteTransaction", "open_writer"]

@@ -27,9 +27,10 @@ from mergetable.commit.manifests import ManifestIO
 from mergetable.commit.schemas import SchemaManager
 from mergetable.commit.snapshots import SnapshotManager
 from mergetable.commit.transaction import WriteTransaction
-from mergetable.compaction.append import AppendCompactor, pick_runs
+from mergetable.compaction.append import AppendCompactor, pick_append
 from mergetable.compaction.clustering import Strategy, check_strategy, sort_columns
 from mergetable.compaction.compaction import BucketCompactor
+from mergetable.compaction.deletion import deletion_files
 from mergetable.core.buckets import BucketId, Partition, bucket_order
 from mergetable.core.deletion_vectors import DELETION_VECTORS_INDEX
 from mergetable.core.errors import (
@@ -86,7 +87,9 @@ def run_plan(fileio: FileIO, schema: TableSchema, merge_function: MergeFunction,
     """Compact one planned bucket; an empty message when nothing was worth doing."""
     if schema.is_append_table:
         compactor = AppendCompactor(fileio, schema, merge_function)
-        result = compactor.compact(plan.partition, plan.bucket, plan.files, plan.full, plan.order_by, plan.strategy)
+        result = compactor.compact(
+            plan.partition, plan.bucket, plan.files, plan.full, plan.order_by, plan.strategy, plan.index_files
+        )
     else:
         result = BucketCompactor(fileio, schema, merge_function).compact(
             plan.partition, plan.bucket, plan.files, plan.full, plan.index_files
@@ -164,7 +167,7 @@ class CompactionJob:
         if self.order_by:
             pass  # a sort compaction rewrites every bucket it selects
         elif self.schema.is_append_table:
-            if not pick_runs(files, self.options, full):
+            if not pick_append(files, self.options, full, deletion_files(index_files)):
                 return None
         elif self.compactor.pick(self.compactor.levels(files), full, index_files) is None:
             return None
@@ -217,7 +220,7 @@ class CompactionJob:
         """
         attempts = max_attempts if max_attempts is not None else self.options.commit_max_retries + 1
         ident = identifier if identifier is not None else int(time.time() * 1000)
-        kept: dict[BucketId, tuple[CommitMessage, frozenset[tuple[str, int]]]] = {}
+        kept: dict[BucketId, tuple[CommitMessage, frozenset[tuple[str, int]], frozenset[str]]] = {}
         started = False
         last_error: CommitConflictError | None = None
         with self._transaction(ident, properties) as tx:  # on any failure: every kept result is discarded
@@ -226,12 +229,12 @@ class CompactionJob:
                 buckets = {b: es for b, es in self.buckets(latest).items() if select(b)}
                 if self._adopt_newer_schema(buckets.values()):
                     tx.schema = self.schema
-                tx.drop(self._drop_stale(kept, buckets))
-                todo = [buckets[b] for b in sorted(buckets, key=bucket_order) if b not in kept]
                 indexes: dict[BucketId, list[IndexFileMeta]] = {}
                 for e in self.indexes.entries(latest):
                     if e.index_file.index_type == DELETION_VECTORS_INDEX:  # a HASH index stays as it is
                         indexes.setdefault((e.partition, e.bucket), []).append(e.index_file)
+                tx.drop(self._drop_stale(kept, buckets, indexes))
+                todo = [buckets[b] for b in sorted(buckets, key=bucket_order) if b not in kept]
                 plans = [
                     p
                     for p in (self.plan(es, full, indexes.get((es[0].partition, es[0].bucket), ())) for es in todo)
@@ -242,7 +245,7 @@ class CompactionJob:
                     started = True
                 for message in self.executor(plans):
                     bid = (message.partition, message.bucket)
-                    kept[bid] = (message, _upper_files(buckets[bid]))
+                    kept[bid] = (message, _upper_files(buckets[bid]), _names(indexes.get(bid, ())))
                     tx.adopt([message])
                 if not kept:
                     return None
@@ -285,17 +288,20 @@ class CompactionJob:
 
     def _drop_stale(
         self,
-        kept: dict[BucketId, tuple[CommitMessage, frozenset[tuple[str, int]]]],
+        kept: dict[BucketId, tuple[CommitMessage, frozenset[tuple[str, int]], frozenset[str]]],
         buckets: dict[BucketId, list[ManifestEntry]],
+        indexes: Mapping[BucketId, Sequence[IndexFileMeta]],
     ) -> list[CommitMessage]:
-        """Forget (and return, for deletion) the results whose bucket changed below level 0 or lost an input."""
+        """Forget (and return, for deletion) the results whose bucket changed below level 0, lost an input or
+        had its deletion vectors changed."""
         stale = []
         for bid in list(kept):
-            message, upper = kept[bid]
+            message, upper, index_names = kept[bid]
             entries = buckets.get(bid, [])
             live = {(e.file.file_name, e.file.level) for e in entries}
             inputs_live = all((f.file_name, f.level) in live for f in message.compact_before)
-            if not inputs_live or _upper_files(entries) != upper:
+            vectors_changed = _names(indexes.get(bid, ())) != index_names
+            if not inputs_live or _upper_files(entries) != upper or vectors_changed:
                 stale.append(message)
                 del kept[bid]
         return stale
@@ -402,3 +408,7 @@ def partition_selector(
 
 def _upper_files(entries: Iterable[ManifestEntry]) -> frozenset[tuple[str, int]]:
     return frozenset((e.file.file_name, e.file.level) for e in entries if e.file.level > 0)
+
+
+def _names(index_files: Iterable[IndexFileMeta]) -> frozenset[str]:
+    return frozenset(f.file_name for f in index_files)

@@ -89,12 +89,6 @@ def check_append_options(opts: TableOptions, columns: Sequence[str], partition_k
     for option, set_ in refused:
         if set_:
             raise OptionsError(option, "applies to primary-key tables; an append table (no primary key) has no merge")
-    if opts.deletion_vectors_enabled:
-        raise OptionsError(
-            "deletion-vectors.enabled",
-            "is not supported on append tables yet (row-level deletes rewrite the files they touch); it applies "
-            "to primary-key tables",
-        )
 
 
 def check_key_table_options(opts: TableOptions) -> None:

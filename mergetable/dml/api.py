@@ -5,13 +5,14 @@ The examples use ``t``, the table of the ``Table`` example (``{1: "a", 2: "B"}``
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from mergetable.commit.result import CommitResult
-from mergetable.core.errors import UnsupportedError
+from mergetable.commit.transaction import WriteTransaction
 from mergetable.core.predicates import Filters
-from mergetable.dml.append import delete_rows, update_rows
+from mergetable.dml.append import AppendMergeBuilder, check_merge_on, delete_rows, retract_records, update_rows
 from mergetable.dml.apply import DmlTable
 from mergetable.dml.history import history
 from mergetable.dml.merge import MergeBuilder
@@ -120,7 +121,8 @@ class RowLevelOperations:
         target_alias: str = "target",
     ) -> MergeBuilder:
         """Start a merge of ``source`` (anything :meth:`write` accepts) joined on the ``on`` columns (default:
-        the primary key); add ``when_…`` clauses, then ``execute()``. In conditions and values,
+        the primary key; required on an append table, whose matched rows are changed by position, see
+        :mod:`mergetable.dml.append`); add ``when_…`` clauses, then ``execute()``. In conditions and values,
         ``pc.field("source.x")`` / ``pc.field("target.x")`` name each side's columns (see
         :mod:`mergetable.dml.merge`); the clauses resolve as Delta's (first matching clause wins; a target row
         matched by several source rows is an error).
@@ -136,10 +138,15 @@ class RowLevelOperations:
             {'id': [1, 2, 3], 'v': ['a', 'x', 'c']}
         """
         if _dml(self).table_schema.is_append_table:
-            raise UnsupportedError(
-                "merge() needs a primary key; on an append table use delete(filter)/update(filter, ...) and write()"
-            )
+            check_merge_on(on)
+            return AppendMergeBuilder(_dml(self), source, on, source_alias, target_alias)
         return MergeBuilder(_dml(self), source, on, source_alias, target_alias)
+
+    def _with_retracts(self, tx: WriteTransaction) -> WriteTransaction:
+        """``tx`` applying an append table's ``-D`` rows to the stored records when it commits."""
+        if _dml(self).table_schema.is_append_table:
+            tx.retract_records = functools.partial(retract_records, _dml(self))
+        return tx
 
     def history(self, limit: int | None = None, include_compaction: bool = True) -> ResultTable:
         """One row per kept snapshot, newest first: ``version``, ``timestamp`` (UTC), ``operation``, commit kind,

@@ -212,6 +212,21 @@ class MergeBuilder:
         rows = self._source.num_rows
         return apply_changes(self._table, "MERGE", self._changes, source_rows=rows, progress=progress)
 
+    @property
+    def source(self) -> pa.Table:
+        """The source rows."""
+        return self._source
+
+    @property
+    def on(self) -> list[str]:
+        """The columns the source and the target are joined on."""
+        return self._on
+
+    @property
+    def clauses(self) -> list[Clause[pc.Expression | str]]:
+        """The clauses added so far, in order."""
+        return self._clauses
+
     def _changes(self, base: Snapshot | None) -> Changes | ChangeStream:
         table, source = self._table, self._source
         if base is None:
@@ -257,6 +272,26 @@ class MergeBuilder:
             raise SchemaError(f"argument 'on': the source column cannot be compared with the table's: {exc}") from None
 
     def _compute(self, base: Snapshot | None, target: pa.Table, source: pa.Table) -> Changes:
+        resolved = self.resolve(base, target, source)[0]
+        if not resolved:
+            return None
+        parts = [rows for _, _, rows in resolved]
+        kinds = [clause.kind for clause, _, _ in resolved]
+        positions = [position for _, position, _ in resolved]
+        row_kinds = [np.full(p.size, int(_ROW_KIND[c.action]), dtype=np.int8) for c, p, _ in resolved]
+        if len(parts) == 1 or (set(self._on) == set(self._table.primary_key) and len(set(kinds)) == len(kinds)):
+            # joined on the primary key, rows of different kinds hold different keys (a key is matched, not
+            # matched or only in the target): with one clause per kind, the parts' order does not matter
+            return pa.concat_tables(parts), np.concatenate(row_kinds)
+        order = np.argsort(np.concatenate(positions), kind="stable")  # the joined (source) order, across clauses
+        return pa.concat_tables(parts).take(pa.array(order)), np.concatenate(row_kinds)[order]
+
+    def resolve(
+        self, base: Snapshot | None, target: pa.Table, source: pa.Table
+    ) -> tuple[list[tuple[Clause[pc.Expression | str], np.ndarray, pa.Table]], np.ndarray]:
+        """The clauses that apply, each with the joined rows it applies to (positions in the joined order) and
+        its output rows; and the target row of each joined row (-1: none). With ``base`` None every clause is
+        evaluated on no rows (its errors raised)."""
         keys = [f"_k{i}" for i in range(len(self._on))]
         right = self._source_keys(source)
         left = [join_key(target.column(c)) for c in self._on]
@@ -284,24 +319,14 @@ class MergeBuilder:
             if f"c{i}" in holds:
                 mask &= holds[f"c{i}"]
             action[mask] = i
-        parts, row_kinds, positions, kinds = [], [], [], []
+        resolved = []
         for i, clause in enumerate(self._clauses):
             position = np.nonzero(action == i)[0]
             if position.size or base is None:
-                kinds.append(clause.kind)
                 at = pa.array(position)
                 rows = joined.take(at) if joined is not None else self._joined(target, source, ti.take(at), si.take(at))
-                parts.append(self._output(clause, rows))
-                row_kinds.append(np.full(position.size, int(_ROW_KIND[clause.action]), dtype=np.int8))
-                positions.append(position)
-        if not parts:
-            return None
-        if len(parts) == 1 or (set(self._on) == set(self._table.primary_key) and len(set(kinds)) == len(kinds)):
-            # joined on the primary key, rows of different kinds hold different keys (a key is matched, not
-            # matched or only in the target): with one clause per kind, the parts' order does not matter
-            return pa.concat_tables(parts), np.concatenate(row_kinds)
-        order = np.argsort(np.concatenate(positions), kind="stable")  # the joined (source) order, across clauses
-        return pa.concat_tables(parts).take(pa.array(order)), np.concatenate(row_kinds)[order]
+                resolved.append((clause, position, self._output(clause, rows)))
+        return resolved, np.asarray(pc.fill_null(ti, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
 
     def _joined(self, target: pa.Table, source: pa.Table, ti: pa.Array, si: pa.Array) -> pa.Table:
         cols: dict[str, pa.ChunkedArray | pa.Array] = {}
@@ -320,7 +345,7 @@ class MergeBuilder:
         counts = np.bincount(matched_ti.astype(np.int64))
         if counts.max() > 1:
             row = int(np.argmax(counts > 1))
-            raise ambiguous_match({k: target.column(k)[row].as_py() for k in self._table.primary_key})
+            raise ambiguous_match({k: target.column(k)[row].as_py() for k in self._table.primary_key or self._on})
 
     def _output(self, clause: Clause[pc.Expression | str], rows: pa.Table) -> pa.Table:
         schema, pk = self._table.schema, self._table.primary_key

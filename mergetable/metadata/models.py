@@ -210,7 +210,9 @@ class CommitMessage(JsonModel):
 
     ``new_files``/``deleted_files`` are the write's data increment (level-0 files; deleted files only for
     overwrite bookkeeping); ``compact_before``/``compact_after`` the compaction increment;
-    ``changelog_files`` / ``compact_changelog_files`` the changelog of each.
+    ``changelog_files`` / ``compact_changelog_files`` the changelog of each. ``new_index_files`` /
+    ``deleted_index_files``: the deletion vectors a row-level operation on an append table changed (Paimon's
+    ``DataIncrement`` index files), committed with the data increment.
     """
 
     partition: tuple[str | None, ...]
@@ -227,9 +229,11 @@ class CommitMessage(JsonModel):
     compact_deleted_index_files: tuple[IndexFileMeta, ...] = ()
     """The bucket's index files the compaction replaces."""
     new_index_files: tuple[IndexFileMeta, ...] = ()
-    """The write's HASH index file of a dynamic bucket: every key hash of the bucket after the write."""
+    """Index files the write adds to the bucket: its HASH index file of a dynamic bucket (every key hash of the
+    bucket after the write), or the deletion-vector index files a row-level operation on an append table wrote
+    (the bucket's vectors after it)."""
     deleted_index_files: tuple[IndexFileMeta, ...] = ()
-    """The bucket's HASH index files the write's file replaces (those it was assigned against)."""
+    """The bucket's index files of the same type those replace (HASH: those the rows were assigned against)."""
 
     @property
     def is_empty(self) -> bool:

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from mergetable.core.deletion_vectors import DeletionFile
 from mergetable.metadata.models import DataFileMeta
-from mergetable.read.deletion import has_vectors, read_section
+from mergetable.read.deletion import has_vectors, read_alone, read_section
 from mergetable.read.reader import SplitReader
 from mergetable.read.scan import Split
 
@@ -43,7 +43,7 @@ def _count_with_vectors(reader: SplitReader, split: Split, runs: tuple[tuple[Dat
     """Rows of a section whose files have deletion vectors: row counts minus the vectors' cardinalities when
     the files are read on their own without a filter, else the rows read."""
     vectors = split.vectors
-    alone = len(runs) == 1 and all(f.level > 0 and not f.delete_row_count for f in runs[0])
+    alone = read_alone(reader, runs)
     if alone and reader.dnf is None and all(vectors.get(f.file_name, _NONE).cardinality is not None for f in runs[0]):
         return sum(f.row_count - (vectors[f.file_name].cardinality or 0) if f.file_name in vectors else f.row_count
                    for f in runs[0])  # fmt: skip

@@ -21,6 +21,7 @@ import pyarrow.dataset as ds
 from mergetable.core.deletion_vectors import Vector, kept_mask, load_vector
 from mergetable.core.fileio import FileIO
 from mergetable.core.paths import PathFactory
+from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import DataFileMeta
 from mergetable.read.datafile import RowGroupSlice, row_group_stats
 from mergetable.read.projection import FileProjection
@@ -31,6 +32,7 @@ class VectorReader(Protocol):
     """What this module needs of :class:`~mergetable.read.reader.SplitReader` (which calls into it)."""
 
     fileio: FileIO
+    schema: TableSchema
     paths: PathFactory
     afs: Any
     row_group_pruning: bool
@@ -117,11 +119,18 @@ def has_vectors(split: Split, runs: Sequence[Sequence[DataFileMeta]]) -> bool:
     return bool(split.deletion_files) and any(f.file_name in split.vectors for run in runs for f in run)
 
 
+def read_alone(reader: VectorReader, runs: Sequence[Sequence[DataFileMeta]]) -> bool:
+    """Whether the files of a section are read on their own, each minus its vector: one run above level 0
+    without retracts, or any file of an append table (nothing to merge)."""
+    append = reader.schema.is_append_table
+    return len(runs) == 1 and all((f.level > 0 or append) and not f.delete_row_count for f in runs[0])
+
+
 def read_section(
     reader: VectorReader, split: Split, runs: Sequence[Sequence[DataFileMeta]], filter_expr: pc.Expression | None
 ) -> Iterator[pa.Table]:
     """The visible rows (user columns) of a section of ``split`` whose files have vectors."""
-    if len(runs) == 1 and all(f.level > 0 and not f.delete_row_count for f in runs[0]):
+    if read_alone(reader, runs):
         for f in runs[0]:
             table = read_masked(reader, split, f, filter_expr, plain=True)
             if table.num_rows:
@@ -136,4 +145,4 @@ def merged_with_vectors(reader: VectorReader, split: Split, runs: Sequence[Seque
     return reader.merge_files(runs, lambda f, _: read_masked(reader, split, f, key))
 
 
-__all__ = ["has_vectors", "merged_with_vectors", "read_masked", "read_section", "vector_of"]
+__all__ = ["has_vectors", "merged_with_vectors", "read_alone", "read_masked", "read_section", "vector_of"]

@@ -201,7 +201,7 @@ class Planner:
         vectors = (
             IndexManifestIO(self.manifests.fileio).deletion_files(snapshot) if opts.deletion_vectors_enabled else None
         )
-        if vectors is not None and not opts.deletion_vectors_merge_on_read:
+        if vectors is not None and not opts.deletion_vectors_merge_on_read and not self.schema.is_append_table:
             min_level = max(min_level, 1)  # level 0 is visible once compacted (Paimon's batchScanSkipLevel0)
         live = [e for e in self.manifests.live_entries(snapshot) if e.file.level >= min_level]
         entries = self.prune(live, dnf)

@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from mergetable.commit.rollback import RollbackResult
-from mergetable.core.errors import MergeError, MergeTableError, OptionsError, SchemaError
+from mergetable.core.errors import MergeError, MergeTableError, OptionsError, SchemaError, UnsupportedError
 from mergetable.dml.rules import check_assigned, check_delete, check_update, nulls_refused
 from mergetable.metadata.models import Snapshot
 from mergetable.spark.compact import compact
@@ -102,12 +102,21 @@ class MergeTable:
             df = self.spark.read.format("mergetable").options(**options).load(self.table.uri)
         return df.alias(self._alias) if self._alias else df
 
+    def _keyed(self, operation: str) -> None:
+        """Refuse a row-level operation on an append table: its changes are ``-D``/``+U`` records of a key."""
+        if self.table.table_schema.is_append_table:
+            raise UnsupportedError(
+                f"MergeTable.{operation} needs a primary key; on an append table use the Python Table's "
+                f"{operation}() (rows changed by position, see docs/table-types.md)"
+            )
+
     def target_df(self) -> DataFrame:
         return self.toDF() if self._alias else self.toDF().alias("target")
 
     # -- row-level operations -------------------------------------------------------------------------
     def delete(self, condition: str | Column | None = None) -> None:
         """Delete the rows where ``condition`` holds (all rows when None), as ``-D`` records in one commit."""
+        self._keyed("delete")
         check_delete(self.table.table_options, "delete")
         target = self.target_df()
         cond = as_column(condition)
@@ -116,6 +125,7 @@ class MergeTable:
 
     def update(self, condition: str | Column | None = None, set: Mapping[str, str | Column] | None = None) -> None:
         """Assign ``set`` (``{column: expression}``) to the rows where ``condition`` holds, in one commit."""
+        self._keyed("update")
         check_update(self.table.table_options, "update")
         if not set:
             raise SchemaError("update needs set={column: expression}")
@@ -137,6 +147,7 @@ class MergeTable:
 
     def merge(self, source: DataFrame, condition: str | Column) -> MergeBuilder:
         """Start a merge of ``source`` into this table on ``condition``; add clauses, then ``execute()``."""
+        self._keyed("merge")
         return MergeBuilder(self, source, condition)
 
     def commit_changes(self, changes: DataFrame, operation: str) -> None:

@@ -102,3 +102,47 @@ def test_write_stream_appends_each_batch_exactly_once(spark: SparkSession, tmp_p
         crc.unlink()
     run()  # batch 1 replayed: already committed, skipped
     assert sorted(mt.open_table(uri).read().column("id").to_pylist()) == [0, 0, 1, 1]
+
+
+def test_spark_reads_apply_an_append_tables_deletion_vectors(spark: SparkSession, tmp_path: Path) -> None:
+    uri = str(tmp_path / "events")
+    t = mt.create_table(uri, SCHEMA, options={"deletion-vectors.enabled": "true", "write-only": "true"})
+    t.write(pa.table({"id": list(range(10)), "tag": ["x"] * 10}))
+    t.write(pa.table({"id": [10, 11], "tag": ["y", "y"]}))
+    t.delete([("id", "in", [1, 4, 11])])
+    t.write(pa.table({"id": [4, 4], "tag": ["x", "x"]}), row_kind=["-D", "+I"])  # removes nothing stored: cancels
+    assert t.deletion_vectors()
+    expected = sorted(i for i in range(12) if i not in (1, 4, 11))
+    native = mts.read(spark, uri)
+    assert native.inputFiles()  # Spark's Parquet reader, the marked rows dropped in Spark
+    assert sorted(r.id for r in native.collect()) == expected
+    assert native.count() == len(expected)
+    assert sorted(r.id for r in mts.read(spark, uri, filter=[("tag", "=", "y")]).collect()) == [10]
+    assert sorted(r.id for r in spark.read.format("mergetable").load(uri).collect()) == expected
+
+
+def test_scattered_marks_are_dropped_by_a_join_and_few_runs_by_a_filter(spark: SparkSession, tmp_path: Path) -> None:
+    uri = str(tmp_path / "events")
+    t = mt.create_table(uri, SCHEMA, options={"deletion-vectors.enabled": "true", "write-only": "true"})
+    t.write(pa.table({"id": list(range(200)), "tag": ["x"] * 200}))
+    t.delete([("id", "in", list(range(0, 100, 2)))])  # 50 runs of one row: more than a filter takes
+    t.delete([("id", ">=", 150)])  # one run
+    expected = [i for i in range(150) if i >= 100 or i % 2]
+    assert sorted(r.id for r in mts.read(spark, uri).collect()) == expected
+    assert mts.read(spark, uri).count() == len(expected)
+    t.compact(full=True, progress=False)
+    t.delete([("id", "<", 120)])  # one run of the compacted file
+    assert sorted(r.id for r in mts.read(spark, uri).collect()) == list(range(120, 150))
+
+
+def test_spark_merge_table_refuses_an_append_table(spark: SparkSession, tmp_path: Path) -> None:
+    from mergetable.spark.delta import MergeTable
+
+    uri = str(tmp_path / "events")
+    mt.create_table(uri, SCHEMA).write(pa.table({"id": [1], "tag": ["a"]}))
+    table = MergeTable.forPath(spark, uri)
+    with pytest.raises(mt.UnsupportedError, match="needs a primary key"):
+        table.delete("id = 1")
+    with pytest.raises(mt.UnsupportedError, match="needs a primary key"):
+        table.merge(spark.createDataFrame([(1, "b")], "id long, tag string"), "target.id = source.id")
+    assert mt.open_table(uri).count() == 1
