@@ -40,6 +40,11 @@ IndexBases = Mapping[Partition, frozenset[str]]
 """Per partition, the names of the HASH index files a writer assigned its rows against."""
 
 
+def hash_files(files: Sequence[IndexFileMeta]) -> list[IndexFileMeta]:
+    """The HASH index files among ``files``."""
+    return [f for f in files if f.index_type == HASH_INDEX]
+
+
 def load_hashes(indexes: IndexManifestIO, files: Iterable[IndexFileMeta]) -> np.ndarray:
     """The hashes of HASH index files, sorted and distinct."""
     arrays = [load_hash_file(indexes.fileio, indexes.paths.index_file(f.file_name), f.file_name) for f in files]
@@ -95,7 +100,7 @@ def fold_hash_files(
     """
     mine: dict[tuple[Partition, int], list[CommitMessage]] = {}
     for m in messages:
-        if m.new_index_files:
+        if hash_files(m.new_index_files):  # (an append table's row-level operation adds vectors instead)
             mine.setdefault((m.partition, m.bucket), []).append(m)
     if not mine:
         return None
@@ -117,8 +122,8 @@ def fold_hash_files(
             for b in buckets:
                 msgs = mine[(partition, b)]
                 current = theirs.get((partition, b), [])
-                replaced = {f.file_name for m in msgs for f in m.deleted_index_files}
-                own = [f for m in msgs for f in m.new_index_files]
+                replaced = {f.file_name for m in msgs for f in hash_files(m.deleted_index_files)}
+                own = [f for m in msgs for f in hash_files(m.new_index_files)]
                 removed.update(f.file_name for f in current)
                 if len(msgs) == 1 and (not current or {f.file_name for f in current} == replaced):
                     kept = own

@@ -33,7 +33,7 @@ from typing import Any, TypedDict, Unpack
 
 import pyarrow as pa
 
-from mergetable.commit.bucket_index import LatestHashIndex
+from mergetable.commit.bucket_index import LatestHashIndex, hash_files
 from mergetable.commit.committer import Committer
 from mergetable.commit.discard import discard_uncommitted
 from mergetable.commit.maintenance import expire_after_commit
@@ -178,7 +178,7 @@ class WriteTransaction:
         """Take over messages prepared elsewhere (a task's, a compaction's): committed or discarded with ours."""
         self._require_open("adopt messages")
         self._messages.extend(messages)
-        self._adopted = self._adopted or any(m.new_index_files for m in messages)
+        self._adopted = self._adopted or any(hash_files(m.new_index_files) for m in messages)
 
     def drop(self, messages: Sequence[CommitMessage]) -> None:
         """Forget ``messages`` (held by this transaction) and delete their files."""
