@@ -349,8 +349,9 @@ class Committer:
             for e in delta:
                 if e.kind is FileKind.ADD and buckets.get(e.partition, e.total_buckets) != e.total_buckets:
                     raise CommitConflictError(
-                        f"partition {list(e.partition)} has {buckets[e.partition]} buckets but the commit was "
-                        f"written for {e.total_buckets} ('bucket' changed: rewrite the partition with overwrite)"
+                        f"Try to write partition {list(e.partition)} with a new bucket num {e.total_buckets}, but "
+                        f"the previous bucket num is {buckets[e.partition]}: rescale it first "
+                        f"(t.rescale(bucket={e.total_buckets}, partitions=[...]), or write it with an overwrite)"
                     )
         if kind is CommitKind.APPEND:
             return

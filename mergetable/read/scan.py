@@ -160,11 +160,14 @@ class Planner:
         if dnf is None:
             return entries
         schema = self.schema
-        buckets = candidate_buckets(dnf, schema.bucket_keys, schema.table_options.bucket, self.arrow)
+        by_total: dict[int, set[int] | None] = {}  # a partition's own bucket count (rescaled ones differ)
         part_ok: dict[Partition, bool] = {}
         keys = schema.trimmed_primary_keys
         out = []
         for e in entries:
+            if e.total_buckets not in by_total:
+                by_total[e.total_buckets] = candidate_buckets(dnf, schema.bucket_keys, e.total_buckets, self.arrow)
+            buckets = by_total[e.total_buckets]
             if buckets is not None and e.bucket not in buckets:
                 continue
             if schema.partition_keys:
