@@ -35,6 +35,7 @@ from mergetable.commit.committer import Committer
 from mergetable.commit.discard import discard_uncommitted
 from mergetable.commit.maintenance import expire_after_commit
 from mergetable.commit.overwrite import check_overwrite, check_partitions, overwrite_spec
+from mergetable.commit.postpone import batch_bucket_counts
 from mergetable.core.errors import CommitConflictError, CommitStateUnknownError, MergeTableError
 from mergetable.core.fileio import FileIO
 from mergetable.core.schema import TableSchema
@@ -74,11 +75,15 @@ class TxState(enum.Enum):
     UNKNOWN = "outcome unknown"
 
 
-def open_writer(fileio: FileIO, schema: TableSchema, merge_function: MergeFunction) -> TableWriter:
+def open_writer(fileio: FileIO, schema: TableSchema, merge_function: MergeFunction, batch: bool = False) -> TableWriter:
     """A table writer whose ``abort`` deletes its files through :func:`discard_uncommitted` (an
-    :class:`AppendWriter` for a table without a primary key)."""
+    :class:`AppendWriter` for a table without a primary key). ``batch``: a batch write, which a postpone table
+    writes into fixed buckets (:mod:`mergetable.commit.postpone`); other writes into it are postponed."""
     writer = AppendWriter if schema.is_append_table else TableWriter
-    return writer(fileio, schema, merge_function, functools.partial(discard_uncommitted, fileio, schema))
+    out = writer(fileio, schema, merge_function, functools.partial(discard_uncommitted, fileio, schema))
+    if batch:
+        out.bucket_counts = batch_bucket_counts(fileio, schema)
+    return out
 
 
 class WriteTransaction:
@@ -143,7 +148,7 @@ class WriteTransaction:
         """Write rows (see :meth:`mergetable.Table.write`); nothing is visible before :meth:`commit`."""
         self._require_open("write")
         if self._writer is None:
-            self._writer = open_writer(self.fileio, self.schema, self.merge_function)
+            self._writer = open_writer(self.fileio, self.schema, self.merge_function, batch=True)
             if isinstance(self.overwrite, dict):
                 self._writer.partition_check = functools.partial(
                     check_partitions, self.schema, overwrite=self.overwrite

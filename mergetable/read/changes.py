@@ -37,7 +37,7 @@ from mergetable.core.rowkind import ROW_KIND_COLUMN, RowKind, is_retract, kinds_
 from mergetable.core.schema import VALUE_KIND, TableSchema
 from mergetable.metadata.models import CommitKind, Snapshot
 from mergetable.read.diff import diff_changelog
-from mergetable.read.incremental import IncrementalRange, delta_splits
+from mergetable.read.incremental import POSTPONE_PROPERTY, IncrementalRange, delta_splits
 from mergetable.read.reader import SplitReader
 from mergetable.read.scan import Planner, Split
 from mergetable.read.scan_modes import IncrementalMode
@@ -114,7 +114,8 @@ class ChangePlanner:
         return self.changelog(snapshot, dnf)
 
     def delta(self, snapshot: Snapshot, dnf: list[Conjunct] | None = None) -> list[ChangeSplit]:
-        if snapshot.commit_kind is not CommitKind.APPEND:
+        moved = POSTPONE_PROPERTY in (snapshot.properties or {})  # postponed rows made visible: delivered now
+        if snapshot.commit_kind is not CommitKind.APPEND and not moved:
             return []
         return [ChangeSplit(ChangeKind.DELTA, s) for s in delta_splits(self.manifests, [snapshot], self.schema, dnf)]
 

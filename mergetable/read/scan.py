@@ -206,7 +206,8 @@ class Planner:
         )
         if vectors is not None and not opts.deletion_vectors_merge_on_read:
             min_level = max(min_level, 1)  # level 0 is visible once compacted (Paimon's batchScanSkipLevel0)
-        live = [e for e in self.manifests.live_entries(snapshot) if e.file.level >= min_level]
+        # postponed rows (bucket -2, a postpone table's) are read once a compaction moved them into buckets
+        live = [e for e in self.manifests.live_entries(snapshot) if e.file.level >= min_level and e.bucket >= 0]
         entries = self.prune(live, dnf)
         by_bucket: dict[tuple[Partition, int], list[ManifestEntry]] = {}
         for e in entries:

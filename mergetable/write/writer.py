@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from mergetable.core.arguments import name_list
-from mergetable.core.buckets import BucketId, bucket_order
+from mergetable.core.buckets import BucketId, Partition, bucket_order
 from mergetable.core.errors import MergeError
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import ChangelogProducer, DeleteBehavior
@@ -70,6 +70,10 @@ class TableWriter:
         self._changelog_files: dict[BucketId, list[DataFileMeta]] = {}
         self.partition_check: Callable[[list[tuple[str | None, ...]]], None] | None = None
         """Called with the partitions of each input before anything is buffered or written (it may raise)."""
+        self.bucket_counts: Callable[[Partition], int] | None = None
+        """A postpone table's batch write (``postpone.batch-write-fixed-bucket``): each partition's fixed bucket
+        count, which rows are hashed with; None: the rows of a postpone table are postponed (bucket -2)."""
+        self._totals: dict[Partition, int] = {}
 
     # -- input ------------------------------------------------------------------------------------
     def write(
@@ -107,15 +111,21 @@ class TableWriter:
             self.flush()
         self._buffer_cols = cols
         table = table.append_column(VALUE_KIND, kinds)
+        counts = self._count if self.bucket_counts is not None else None
         budget = self._run_budget()
         row_bytes = max(1, table.nbytes // max(1, table.num_rows))
         step = max(1, budget // row_bytes)
         for start in range(0, table.num_rows, step):
-            for partition, bucket, rows in split_by_bucket(table.slice(start, step), self.schema):
+            for partition, bucket, rows in split_by_bucket(table.slice(start, step), self.schema, counts):
                 self._buffer.setdefault((partition, bucket), []).append(rows)
                 self._buffer_bytes += rows.nbytes
             if self._buffer_bytes >= budget:
                 self.flush()
+
+    def _count(self, partition: Partition) -> int:
+        if partition not in self._totals and self.bucket_counts is not None:
+            self._totals[partition] = self.bucket_counts(partition)
+        return self._totals[partition]
 
     def _filter_kinds(self, table: pa.Table, kinds: pa.Array) -> tuple[pa.Table, pa.Array]:
         opts = self.options
@@ -192,7 +202,6 @@ class TableWriter:
 
     def _take_messages(self) -> list[CommitMessage]:
         """The files written so far, one message per touched bucket; the writer forgets them."""
-        total = self.options.bucket
         messages = []
         for bucket_id in sorted(set(self._new_files) | set(self._changelog_files), key=bucket_order):
             partition, bucket = bucket_id
@@ -200,7 +209,7 @@ class TableWriter:
                 CommitMessage(
                     partition=partition,
                     bucket=bucket,
-                    total_buckets=total,
+                    total_buckets=self._totals.get(partition, self.options.bucket) if bucket >= 0 else bucket,
                     new_files=tuple(self._new_files.get(bucket_id, ())),
                     changelog_files=tuple(self._changelog_files.get(bucket_id, ())),
                 )

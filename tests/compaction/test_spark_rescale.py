@@ -45,3 +45,21 @@ def test_spark_rescale_commits_once_and_keeps_every_row(spark: Any, tmp_path: Pa
     live = {f.file_name for _, _, f in t.files()}
     assert {p.name for p in (tmp_path / "t").rglob("*.parquet")} == tmp_before | live
     assert compact(spark, uri, rescale_bucket=3) is None
+
+
+def test_spark_compaction_moves_postponed_rows_and_batch_writes_get_fixed_buckets(spark: Any, tmp_path: Path) -> None:
+    from mergetable.spark import compact
+
+    uri = str(tmp_path / "p")
+    t = mt.create_table(uri, SCHEMA, ["id", "dt"], ["dt"], options={"bucket": "-2", "write-only": "true"})
+    w = t.new_writer()  # not a batch write: staged
+    w.write(pa.table({"id": [1, 2, 3], "dt": ["a"] * 3, "v": [1, 2, 3]}, schema=SCHEMA))
+    t.commit(w.prepare_commit())
+    spark.createDataFrame([(4, "b", 4)], "id long, dt string, v long").write.format("mergetable").mode("append").save(
+        uri
+    )
+    assert t.read().sort_by(ORDER).column("id").to_pylist() == [4]  # the batch write is in a fixed bucket at once
+    snap = compact(spark, uri)
+    assert snap is not None and snap.commit_kind is CommitKind.COMPACT
+    assert t.read().sort_by(ORDER).column("id").to_pylist() == [1, 2, 3, 4]
+    assert -2 not in {b for _, b, _ in t.files()}
