@@ -9,14 +9,16 @@ does both. Every selected partition is rewritten on its own, and inside it one s
 2. each new bucket's runs (one per source bucket, their keys disjoint) are merged into files at the top level
    (a single run is moved there without a rewrite).
 
-Memory holds a few row groups per source run, never a partition. The driver commits every partition as ONE
-OVERWRITE snapshot that deletes the old files and adds the new ones, marked with :data:`RESCALE_PROPERTY` so
-that streams (which skip overwrites unless ``streaming-read-overwrite``) never read the rewrite as changes.
-Readers see either the old layout or the new one. The bucket count of each partition is its manifest
-entries' ``total_buckets``; the ``bucket`` option becomes N once every partition has N buckets. A commit whose
-partition was changed by another writer since the rescale read it is refused (the rescale rewrote the old
-state): :class:`CommitConflictError`, nothing changed; a writer that still writes the old count into a
-rescaled partition is refused at its commit (Paimon's rule: ``Try to write ... with a new bucket num``).
+Memory holds a few row groups per source run and the rows waiting for a row group in each new bucket (at
+most half of ``write-buffer-size`` in all: then they are written as smaller row groups), never a partition.
+The driver commits every partition as ONE OVERWRITE snapshot that deletes the old files and adds the new ones,
+marked with :data:`RESCALE_PROPERTY` so that streams (which skip overwrites unless ``streaming-read-overwrite``)
+never read the rewrite as changes. Readers see either the old layout or the new one. The bucket count of
+each partition is its manifest entries' ``total_buckets``; the ``bucket`` option becomes N once every partition
+has N buckets. A commit whose partition was changed by another writer since the rescale read it is refused
+(the rescale rewrote the old state): :class:`CommitConflictError`, nothing changed; a writer that still writes
+the old count into a rescaled partition is refused at its commit (Paimon's rule: ``Try to write ... with a new
+bucket num``).
 """
 
 from __future__ import annotations
@@ -84,9 +86,13 @@ def rescale_partition(
             level = top if direct else 0
             writers = [RollingKvWriter(fileio, schema, unit.partition, j, level) for j in range(unit.bucket)]
             try:
+                budget = max(1, schema.table_options.write_buffer_size // 2)
                 for split in splits:
                     for rows in reader.read_split(split):
                         _route(rows, schema, unit.bucket, writers, counters)
+                        if sum(w.pending_bytes for w in writers) > budget:  # many new buckets: smaller row groups
+                            for w in writers:
+                                w.flush()
                 for j, w in enumerate(writers):
                     files = w.close()
                     written.append(_message(unit, j, files))

@@ -186,3 +186,16 @@ def test_changing_bucket_with_alter_is_refused_and_says_how(tmp_path: Path) -> N
             change()
         assert isinstance(err.value, OptionsError)
     assert mt.open_table(t.uri).options["bucket"] == "4"
+
+
+def test_many_new_buckets_and_a_small_write_buffer(tmp_path: Path) -> None:
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    t = mt.create_table(str(tmp_path / "t"), schema, ["id"], options={"bucket": "1", "write-buffer-size": "64kb"})
+    t.write(pa.table({"id": list(range(20000)), "v": ["x" * 20] * 20000}, schema=schema))
+    t.write(pa.table({"id": list(range(0, 20000, 3)), "v": ["y"] * 6667}, schema=schema))
+    before = t.read().sort_by("id")
+    t.rescale(bucket=16)  # one source bucket: each new bucket's run is written at the top level directly
+    assert t.read().sort_by("id").equals(before) and len({b for _, b, _ in t.files()}) == 16
+    t.rescale(bucket=3)  # sixteen sources: runs merged per new bucket
+    assert t.read().sort_by("id").equals(before) and {b for _, b, _ in t.files()} == {0, 1, 2}
+    assert t.count() == 20000
