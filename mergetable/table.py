@@ -21,11 +21,8 @@ from mergetable.commit.store import TableStore
 from mergetable.commit.transaction import CommitArgs, WriteTransaction, open_writer
 from mergetable.commit.travel import resolve_travel
 from mergetable.compaction.job import CompactionJob, Executor, Progress
-from mergetable.core.errors import (
-    AlreadyCommittedError,
-    TableExistsError,
-    TableNotFoundError,
-)
+from mergetable.compaction.rescale import Rescaling
+from mergetable.core.errors import AlreadyCommittedError, TableExistsError, TableNotFoundError
 from mergetable.core.fileio import FileIO
 from mergetable.core.filters import bind_filters
 from mergetable.core.options import DEFAULT_SPLIT_SIZE
@@ -129,7 +126,7 @@ def table_exists(uri: str, storage_options: dict[str, Any] | None = None) -> boo
     return SchemaManager(FileIO(uri, storage_options)).exists()
 
 
-class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
+class Table(TableStore, ChangeData, DataViews, RowLevelOperations, Rescaling):
     """A table: with a primary key, rows merged per key by its merge engine; without one, an append table whose
     rows are kept in commit order. Either way committed as snapshots.
 
@@ -137,8 +134,9 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
     pickles to its location and schema. What it holds (schema, snapshots, tags, files) and their upkeep
     come from :class:`~mergetable.commit.store.TableStore`; this class adds writing, reading and
     compaction; change data (``changelog``, ``audit_log``, ``stream``, ``follow``, consumers) comes from
-    :class:`~mergetable.read.change_api.ChangeData`, and ``delete``/``update``/``merge``/``history`` from
-    :class:`~mergetable.dml.api.RowLevelOperations`. The examples of the members use ``t``, the table this
+    :class:`~mergetable.read.change_api.ChangeData`, ``delete``/``update``/``merge``/``history`` from
+    :class:`~mergetable.dml.api.RowLevelOperations`, ``rescale`` from
+    :class:`~mergetable.compaction.rescale.Rescaling`. The examples of the members use ``t``, the table this
     example makes:
 
     >>> import tempfile, pyarrow as pa, mergetable as mt

@@ -36,6 +36,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "mergetable compact orders --full --partition dt=2024-05-01",
         "mergetable compact events --order-by user,ts --strategy zorder   # an append table: cluster its files",
     ),
+    "rescale": (
+        "mergetable rescale orders --bucket 8   # every partition, and the table's bucket option",
+        "mergetable rescale orders --bucket 16 --partition dt=2024-05-01   # only this partition",
+    ),
     "snapshots": ("mergetable snapshots orders --limit 5",),
     "files": ("mergetable files orders --snapshot 3",),
     "read": (

@@ -3,6 +3,7 @@
     mergetable create | write | delete URI ...                 (mergetable.cli.writes)
     mergetable count | history | schema URI ...                (mergetable.cli.info)
     mergetable compact URI [--full] [--partition k=v[,k=v]]...
+    mergetable rescale URI --bucket N [--partition k=v[,k=v]]...
     mergetable describe | snapshots | files | read | changelog | tags | consumers | expire | orphans URI ...
     mergetable rollback URI --snapshot N | --tag T
     mergetable alter URI add-column | drop-column | rename-column | change-type | set-option | unset-option ...
@@ -65,6 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strategy", choices=["order", "zorder"], default="order", help="of --order-by (default: order)")
     progress.add_progress_option(p)
     p.set_defaults(run=_compact)
+
+    p = add_command(sub, "rescale", [common], "rewrite the table (or partitions) into N buckets in one snapshot")
+    p.add_argument("--bucket", type=_positive_int, required=True, metavar="N", help="the new number of buckets")
+    p.add_argument(
+        "--partition", action="append", default=[], metavar="K=V[,K=V]", help="only this partition (repeatable)"
+    )
+    p.set_defaults(run=_rescale)
 
     p = add_command(sub, "describe", [common], "schema, options, latest snapshot and each bucket's LSM tree")
     p.add_argument("--buckets", type=non_negative_int, default=20, help="draw at most N buckets (0: all)")
@@ -174,6 +182,36 @@ def _compact(table: Table, args: argparse.Namespace, out: Output) -> None:
         f"compacted {result['buckets']} bucket(s) into snapshot {snap.id}: "
         f"{result['files_deleted']} file(s) replaced by {result['files_added']}"
         + (f", {len(changelog)} changelog file(s)" if changelog else ""),
+    )
+
+
+def _positive_int(text: str) -> int:
+    value = int(text) if text.strip().lstrip("-").isdigit() else 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {text!r}")
+    return value
+
+
+def _rescale(table: Table, args: argparse.Namespace, out: Output) -> None:
+    partitions = [key_values([spec], "partition") for spec in args.partition] or None
+    snap = table.rescale(args.bucket, partitions)
+    option = table.options["bucket"]
+    if snap is None:
+        out.emit({"snapshot": None, "partitions": 0, "bucket": option}, f"nothing to rewrite (bucket = {option})")
+        return
+    delta = table.delta_entries(snap)
+    kinds = Counter(e.kind for e in delta)
+    result = {
+        "snapshot": snap.id,
+        "partitions": len({e.partition for e in delta}),
+        "files_deleted": kinds[FileKind.DELETE],
+        "files_added": kinds[FileKind.ADD],
+        "bucket": option,
+    }
+    out.emit(
+        result,
+        f"rescaled {result['partitions']} partition(s) into {args.bucket} bucket(s) in snapshot {snap.id}: "
+        f"{result['files_deleted']} file(s) replaced by {result['files_added']}; the table's bucket option is {option}",
     )
 
 

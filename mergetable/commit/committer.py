@@ -36,6 +36,7 @@ from mergetable.core.errors import (
     MergeTableError,
 )
 from mergetable.core.fileio import FileIO
+from mergetable.core.options import POSTPONE_BUCKET
 from mergetable.core.paths import PathFactory
 from mergetable.core.predicates import comparable
 from mergetable.core.schema import TableSchema
@@ -370,13 +371,17 @@ class Committer:
     def _check_conflicts(self, live: list[ManifestEntry], delta: list[ManifestEntry], kind: CommitKind) -> None:
         buckets: dict[Partition, int] = {}
         for e in live:
-            buckets.setdefault(e.partition, e.total_buckets)
+            if e.bucket != POSTPONE_BUCKET:  # staged rows of a postpone table have no bucket count yet
+                buckets.setdefault(e.partition, e.total_buckets)
         if kind is not CommitKind.OVERWRITE:
             for e in delta:
+                if e.bucket == POSTPONE_BUCKET:
+                    continue
                 if e.kind is FileKind.ADD and buckets.get(e.partition, e.total_buckets) != e.total_buckets:
                     raise CommitConflictError(
-                        f"partition {list(e.partition)} has {buckets[e.partition]} buckets but the commit was "
-                        f"written for {e.total_buckets} ('bucket' changed: rewrite the partition with overwrite)"
+                        f"Try to write partition {list(e.partition)} with a new bucket num {e.total_buckets}, but "
+                        f"the previous bucket num is {buckets[e.partition]}: rescale it first "
+                        f"(t.rescale(bucket={e.total_buckets}, partitions=[...]), or write it with an overwrite)"
                     )
         if kind is CommitKind.APPEND:
             return

@@ -71,7 +71,7 @@ def candidates(fileio: FileIO, schema: TableSchema) -> Iterator[Candidate]:
     for directory in _partition_dirs(fileio, fileio.root, keys):
         for name, is_dir, _ in fileio.list_entries(directory):
             bucket = name[len(paths.BUCKET_PREFIX) :]
-            if is_dir and name.startswith(paths.BUCKET_PREFIX) and bucket.isdigit():
+            if is_dir and name.startswith(paths.BUCKET_PREFIX) and (bucket.isdigit() or bucket == "postpone"):
                 yield from _files(fileio, f"{directory}/{name}", data_name, prefixes)
     for job, is_dir, _ in fileio.list_entries(factory.staging_dir()):
         if is_dir and not is_hidden(job):

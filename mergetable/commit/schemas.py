@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from mergetable.commit.foreign import DELTA_LOG, delta_message, foreign_table
 from mergetable.commit.snapshots import SnapshotManager
@@ -88,12 +88,13 @@ class SchemaManager:
             raise CorruptMetadataError(path, "schema file is missing (a data file or snapshot references it)") from None
         return TableSchema.from_json(data, path)
 
-    def commit_changes(self, changes: Sequence[SchemaChange]) -> TableSchema:
+    def commit_changes(self, changes: Sequence[SchemaChange], allow: Collection[str] = ()) -> TableSchema:
         """Apply ``changes`` to the newest schema and publish the result as the next ``schema-<id>``.
 
         Published with create-if-absent, as snapshots are: when a concurrent change takes the id first, the
         changes are applied again to that newer schema (so they are checked against it). Writers that
         prepared files under an older schema still commit: readers project their files by field id.
+        ``allow``: immutable options the caller changes together with the data (a rescale's ``bucket``).
 
         Raises:
             TableNotFoundError: There is no table.
@@ -105,7 +106,7 @@ class SchemaManager:
             latest = self.latest()
             if latest is None:
                 raise TableNotFoundError(f"no mergetable table at {self.fileio.uri}")
-            new = apply_changes(latest, list(changes), has_snapshots)
+            new = apply_changes(latest, list(changes), has_snapshots, allow)
             validate_merge_options(new)
             if new.model_dump(exclude={"id", "time_millis"}) == latest.model_dump(exclude={"id", "time_millis"}):
                 return latest

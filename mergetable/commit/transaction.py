@@ -38,6 +38,7 @@ from mergetable.commit.committer import Committer
 from mergetable.commit.discard import discard_uncommitted
 from mergetable.commit.maintenance import expire_after_commit
 from mergetable.commit.overwrite import check_overwrite, check_partitions, overwrite_spec
+from mergetable.commit.postpone import batch_bucket_counts
 from mergetable.core.errors import CommitConflictError, CommitStateUnknownError, MergeTableError, UnsupportedError
 from mergetable.core.fileio import FileIO
 from mergetable.core.schema import TableSchema
@@ -82,17 +83,23 @@ class TxState(enum.Enum):
 
 
 def open_writer(
-    fileio: FileIO, schema: TableSchema, merge_function: MergeFunction, overwrite: bool = False
+    fileio: FileIO, schema: TableSchema, merge_function: MergeFunction, overwrite: bool = False, batch: bool = False
 ) -> TableWriter:
     """A table writer whose ``abort`` deletes its files through :func:`discard_uncommitted` (an
     :class:`AppendWriter` for a table without a primary key). ``overwrite``: its rows replace the partitions
-    they are in, so a dynamic-bucket table places them against an empty index there."""
+    they are in, so a dynamic-bucket table places them against an empty index there. ``batch``: a batch write,
+    which a postpone table writes into fixed buckets (:mod:`mergetable.commit.postpone`); other writes into it
+    are postponed."""
     discard = functools.partial(discard_uncommitted, fileio, schema)
     if schema.is_append_table:
-        return AppendWriter(fileio, schema, merge_function, discard)
-    loader = (lambda _: PartitionHashes()) if overwrite else LatestHashIndex(fileio)
-    assigner = DynamicBucketAssigner(fileio, schema, loader) if schema.is_dynamic_bucket else None
-    return TableWriter(fileio, schema, merge_function, discard, assigner=assigner)
+        out: TableWriter = AppendWriter(fileio, schema, merge_function, discard)
+    else:
+        loader = (lambda _: PartitionHashes()) if overwrite else LatestHashIndex(fileio)
+        assigner = DynamicBucketAssigner(fileio, schema, loader) if schema.is_dynamic_bucket else None
+        out = TableWriter(fileio, schema, merge_function, discard, assigner=assigner)
+    if batch:
+        out.bucket_counts = batch_bucket_counts(fileio, schema)
+    return out
 
 
 class WriteTransaction:
@@ -160,7 +167,9 @@ class WriteTransaction:
         """Write rows (see :meth:`mergetable.Table.write`); nothing is visible before :meth:`commit`."""
         self._require_open("write")
         if self._writer is None:
-            self._writer = open_writer(self.fileio, self.schema, self.merge_function, self.overwrite is not False)
+            self._writer = open_writer(
+                self.fileio, self.schema, self.merge_function, self.overwrite is not False, batch=True
+            )
             if isinstance(self.overwrite, dict):
                 self._writer.partition_check = functools.partial(
                     check_partitions, self.schema, overwrite=self.overwrite

@@ -14,6 +14,7 @@ changed, deletes their files, compacts them again on the new snapshot and retrie
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -31,6 +32,7 @@ from mergetable.compaction.append import AppendCompactor, pick_append
 from mergetable.compaction.clustering import Strategy, check_strategy, sort_columns
 from mergetable.compaction.compaction import BucketCompactor
 from mergetable.compaction.deletion import deletion_files
+from mergetable.compaction.postpone import move_postponed
 from mergetable.core.buckets import BucketId, Partition, bucket_order
 from mergetable.core.deletion_vectors import DELETION_VECTORS_INDEX
 from mergetable.core.errors import (
@@ -41,7 +43,7 @@ from mergetable.core.errors import (
 )
 from mergetable.core.fileio import FileIO
 from mergetable.core.model import JsonModel
-from mergetable.core.options import ChangelogProducer
+from mergetable.core.options import POSTPONE_BUCKET, ChangelogProducer
 from mergetable.core.progress import Progress as Progress
 from mergetable.core.schema import TableSchema
 from mergetable.merge import MergeFunction, create_merge_function
@@ -202,7 +204,9 @@ class CompactionJob:
         if order_by is not None:
             self.order_by, self.strategy = sort_columns(self.schema, order_by), check_strategy(strategy)
         select = partition_selector(self.schema, partitions)
-        return self.run(full=full, select=select, properties=_FULL if full and partitions is None else None)
+        moved = move_postponed(self.fileio, self.schema, self.merge_function, select)
+        done = self.run(full=full, select=select, properties=_FULL if full and partitions is None else None)
+        return done or moved
 
     def run(
         self,
@@ -226,7 +230,7 @@ class CompactionJob:
         with self._transaction(ident, properties) as tx:  # on any failure: every kept result is discarded
             for attempt in range(1, attempts + 1):
                 latest = self.snapshots.latest()
-                buckets = {b: es for b, es in self.buckets(latest).items() if select(b)}
+                buckets = {b: es for b, es in self.buckets(latest).items() if b[1] >= 0 and select(b)}
                 if self._adopt_newer_schema(buckets.values()):
                     tx.schema = self.schema
                 indexes: dict[BucketId, list[IndexFileMeta]] = {}
@@ -332,10 +336,14 @@ class CompactionJob:
         opts = self.options
         if opts.write_only:
             return None
+        wanted = set(touched)
+        staged = {p for p, b in wanted if b == POSTPONE_BUCKET}
+        if staged:  # a postpone table's staged rows: moved into their buckets first
+            mover = functools.partial(move_postponed, self.fileio, self.schema, self.merge_function)
+            self._quietly(lambda: mover(lambda b: b[0] in staged), "postpone")
         latest = self.snapshots.latest()
         if self._full_compaction_due(latest):
             return self._quietly(lambda: self.run(full=True, identifier=identifier, properties=_FULL), "full")
-        wanted = set(touched)
         buckets = self.buckets(latest)
         behind = any(self.runs(buckets[b]) > opts.stop_trigger for b in wanted if b in buckets)
         attempts = opts.commit_max_retries + 1 if behind else 1

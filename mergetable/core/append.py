@@ -15,6 +15,7 @@ from mergetable.core import arguments
 from mergetable.core.errors import OptionsError
 from mergetable.core.options import (
     DEFAULT_APPEND_TARGET_FILE_SIZE,
+    POSTPONE_BUCKET,
     UNAWARE_BUCKET,
     ChangelogProducer,
     MergeEngine,
@@ -64,6 +65,8 @@ def check_append_options(opts: TableOptions, columns: Sequence[str], partition_k
     Traceback (most recent call last):
     mergetable.core.errors.OptionsError: option 'bucket-key': an append table with bucket > 0 needs 'bucket-key' ...
     """
+    if opts.bucket == POSTPONE_BUCKET:
+        raise OptionsError("bucket", "bucket=-2 (postpone bucket mode) needs a primary key, as in Paimon")
     if opts.bucket > 0 and not opts.bucket_key:
         raise OptionsError(
             "bucket-key",
@@ -108,6 +111,13 @@ def check_key_table_options(opts: TableOptions) -> None:
         )
     if opts.write_mode == "append-only":
         raise OptionsError("write-mode", "'append-only' tables have no primary key: leave primary_key out")
+    if opts.bucket == POSTPONE_BUCKET:
+        for option, set_ in (
+            ("changelog-producer", opts.changelog_producer is not ChangelogProducer.NONE),
+            ("deletion-vectors.enabled", opts.deletion_vectors_enabled),
+        ):
+            if set_:
+                raise OptionsError(option, "is not supported with bucket=-2 (postpone bucket mode) yet")
 
 
 __all__ = ["append_defaults", "check_append_options", "check_key_table_options", "key_table_defaults"]

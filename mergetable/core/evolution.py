@@ -23,6 +23,7 @@ Rules (Paimon's ``SchemaManager``; see ``docs/evolution.md``):
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -116,8 +117,9 @@ _REWRITE = "stored files would have to be rewritten"
 IMMUTABLE_OPTIONS: dict[str, str] = {
     "primary-key": "the primary key is fixed at create",
     "partition": "the partition keys are fixed at create",
-    "bucket": "every stored key's bucket follows from it; rescaling buckets (rewriting every partition) is "
-    "not supported",
+    "bucket": "every stored key's bucket follows from it; rescale the data instead: t.rescale(bucket=N) (or "
+    "`mergetable rescale URI --bucket N`), which rewrites the partitions and sets the option in one go (Paimon's "
+    "ALTER TABLE ... SET ('bucket') + INSERT OVERWRITE)",
     "bucket-key": "every stored key's bucket follows from it",
     "merge-engine": f"stored records were merged by the current engine; {_REWRITE}",
     "sequence.field": f"stored records were merged in the order it gives; {_REWRITE}",
@@ -137,7 +139,7 @@ IMMUTABLE_OPTIONS: dict[str, str] = {
     "partition.default-name": "stored partition directories are named with it",
 }
 """Options that cannot change once the table has a snapshot, with the reason (Paimon's ``@Immutable``
-options plus those our storage depends on: ``bucket`` cannot be rescaled here, ``sequence.field`` ...)."""
+options plus those our storage depends on: ``bucket`` changes only by a rescale, ``sequence.field`` ...)."""
 
 _ONE_WAY = ("ignore-delete", "ignore-update-before")
 """Options Paimon lets go from false to true but not back (records already dropped cannot return)."""
@@ -206,10 +208,13 @@ def read_cast(column: pa.ChunkedArray | pa.Array, to: pa.DataType) -> pa.Chunked
     return column.cast(to, safe=not pa.types.is_floating(to))
 
 
-def apply_changes(schema: TableSchema, changes: list[SchemaChange], has_snapshots: bool) -> TableSchema:
+def apply_changes(
+    schema: TableSchema, changes: list[SchemaChange], has_snapshots: bool, allow: Collection[str] = ()
+) -> TableSchema:
     """The schema after ``changes`` (id + 1), or an error naming the culprit; ``schema`` is not modified.
 
-    ``has_snapshots``: whether the table holds data (immutable options may change only before it does).
+    ``has_snapshots``: whether the table holds data (immutable options may change only before it does);
+    ``allow``: immutable options that may change anyway (a rescale rewrites the data for its ``bucket``).
 
     Raises:
         SchemaChangeError: A column change breaks a rule (names the column).
@@ -229,7 +234,7 @@ def apply_changes(schema: TableSchema, changes: list[SchemaChange], has_snapshot
     renames: dict[str, str] = {}
     for change in changes:
         if isinstance(change, SetOption):
-            _check_option_change(options, change.key, change.value, has_snapshots)
+            _check_option_change(options, change.key, change.value, has_snapshots and change.key not in allow)
             options[change.key] = change.value
         elif isinstance(change, RemoveOption):
             _check_option_change(options, change.key, None, has_snapshots)

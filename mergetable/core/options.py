@@ -70,6 +70,9 @@ DEFAULT_TARGET_FILE_SIZE = 128 * MIB
 DEFAULT_APPEND_TARGET_FILE_SIZE = 256 * MIB
 #: ``bucket`` of an append table without buckets (Paimon's bucket-unaware mode, the default for append tables).
 UNAWARE_BUCKET = -1
+#: ``bucket`` of Paimon's postpone bucket mode (key tables): rows staged in ``bucket-postpone`` (bucket -2 in
+#: manifests) until a compaction assigns them to their partition's fixed buckets (``docs/bucket-modes.md``).
+POSTPONE_BUCKET = -2
 
 
 def _lower(value: object) -> object:
@@ -108,6 +111,9 @@ class TableOptions(BaseModel):
     dynamic_bucket_target_row_num: Int = Field(2_000_000, alias="dynamic-bucket.target-row-num")
     dynamic_bucket_initial_buckets: Int | None = Field(None, alias="dynamic-bucket.initial-buckets")
     dynamic_bucket_max_buckets: Int = Field(-1, alias="dynamic-bucket.max-buckets")
+    postpone_default_bucket_num: Int = Field(1, alias="postpone.default-bucket-num")
+    postpone_batch_write_fixed_bucket: Bool = Field(True, alias="postpone.batch-write-fixed-bucket")
+    postpone_target_row_num_per_bucket: Int | None = Field(None, alias="postpone.target-row-num-per-bucket")
     file_format: str = Field("parquet", alias="file.format")
     file_compression: str = Field("zstd", alias="file.compression")
     file_compression_level: Int | None = Field(None, alias="file.compression.zstd-level")
@@ -185,9 +191,7 @@ class TableOptions(BaseModel):
     deletion_vector_index_file_target_size: MemorySize = Field(2 * MIB, alias="deletion-vector.index-file.target-size")
 
     def _check_ranges(self) -> TableOptions:
-        if self.bucket == -2:
-            raise OptionsError("bucket", "bucket=-2 (postpone bucket mode) is not supported")
-        if self.bucket != UNAWARE_BUCKET and not 1 <= self.bucket <= INT32_MAX:
+        if self.bucket not in (UNAWARE_BUCKET, POSTPONE_BUCKET) and not 1 <= self.bucket <= INT32_MAX:
             raise OptionsError("bucket", f"must be between 1 and {INT32_MAX}, got {self.bucket}")
         _check_dynamic_buckets(self)
         if self.file_format.lower() != "parquet":
@@ -209,6 +213,10 @@ class TableOptions(BaseModel):
         check_name_option("data-file.prefix", self.data_file_prefix)
         check_name_option("changelog-file.prefix", self.changelog_file_prefix)
         check_name_option("partition.default-name", self.partition_default_name, leading=False)
+        if self.postpone_default_bucket_num < 1:
+            raise OptionsError("postpone.default-bucket-num", f"must be >= 1, got {self.postpone_default_bucket_num}")
+        if (self.postpone_target_row_num_per_bucket or 1) < 1:
+            raise OptionsError("postpone.target-row-num-per-bucket", "must be >= 1")
         if self.compaction_min_file_num < 1:
             raise OptionsError("compaction.min.file-num", f"must be >= 1, got {self.compaction_min_file_num}")
         if not 0.0 < self.compaction_delete_ratio_threshold <= 1.0:
@@ -419,6 +427,7 @@ def _options_error(exc: ValidationError, plain: dict[str, str]) -> OptionsError:
 
 __all__ = [
     "DEFAULT_APPEND_TARGET_FILE_SIZE",
+    "POSTPONE_BUCKET",
     "TABLE_OPTION_KEYS",
     "UNAWARE_BUCKET",
     "ChangelogProducer",

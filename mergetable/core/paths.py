@@ -255,7 +255,8 @@ class PathFactory:
         return "/".join(parts)
 
     def bucket_dir(self, partition: PartitionValues, bucket: int) -> str:
-        return self.join(self.partition_path(partition), f"{BUCKET_PREFIX}{bucket}")
+        """A bucket's directory: ``bucket-<N>``, or Paimon's ``bucket-postpone`` for postponed rows (bucket -2)."""
+        return self.join(self.partition_path(partition), f"{BUCKET_PREFIX}{'postpone' if bucket == -2 else bucket}")
 
     def data_file(self, partition: PartitionValues, bucket: int, file_name: str) -> str:
         """A data or changelog file of a bucket, by the name its :class:`DataFileMeta` records."""

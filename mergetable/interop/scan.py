@@ -174,8 +174,11 @@ def prune_by_expression(splits: list[Split], expression: pc.Expression, schema: 
     share its key, so a key range that excludes a match excludes it for every version (value statistics
     would not be safe, see :meth:`mergetable.read.scan.Planner.prune`).
     """
-    buckets = expression_buckets(expression, schema)
-    files = [(s, f) for s in splits if buckets is None or s.bucket in buckets for f in s.files]
+    by_total: dict[int, set[int] | None] = {}  # a partition's own bucket count (rescaled ones differ)
+    for s in splits:
+        if s.total_buckets not in by_total:
+            by_total[s.total_buckets] = expression_buckets(expression, schema, s.total_buckets)
+    files = [(s, f) for s in splits if (b := by_total[s.total_buckets]) is None or s.bucket in b for f in s.files]
     if not files:
         return []
     guarantees = [_guarantee(s, f, schema) for s, f in files]
@@ -206,8 +209,11 @@ def _may_match(expression: pc.Expression, schema: pa.Schema, guarantees: list[pc
     return [int(fragment.path[1:]) for fragment in dataset.get_fragments(filter=expression)]
 
 
-def expression_buckets(expression: pc.Expression, schema: TableSchema) -> set[int] | None:
-    """The buckets that can hold rows matching ``expression``, or None when it does not fix every bucket key.
+def expression_buckets(
+    expression: pc.Expression, schema: TableSchema, num_buckets: int | None = None
+) -> set[int] | None:
+    """The buckets that can hold rows matching ``expression``, or None when it does not fix every bucket key
+    (``num_buckets``: of a partition with that many; default: the ``bucket`` option).
 
     Candidate values of each bucket key are read from the expression's text (``key == v``, ``is_in(key, …)``);
     they count only once pyarrow proves that the expression is false for every other value of the key.
@@ -221,7 +227,8 @@ def expression_buckets(expression: pc.Expression, schema: TableSchema) -> set[in
         if not values or len(values) > _MAX_CANDIDATES or not _only(expression, key, values, arrow):
             return None
         conjunct.append((key, "in", values))
-    return candidate_buckets([conjunct], schema.bucket_keys, schema.table_options.bucket, arrow)
+    total = schema.table_options.bucket if num_buckets is None else num_buckets
+    return candidate_buckets([conjunct], schema.bucket_keys, total, arrow)
 
 
 _MAX_CANDIDATES = 1024

@@ -37,10 +37,14 @@ from mergetable.core.rowkind import ROW_KIND_COLUMN, RowKind, is_retract, kinds_
 from mergetable.core.schema import VALUE_KIND, TableSchema
 from mergetable.metadata.models import CommitKind, Snapshot
 from mergetable.read.diff import diff_changelog
-from mergetable.read.incremental import IncrementalRange, delta_splits
+from mergetable.read.incremental import POSTPONE_PROPERTY, IncrementalRange, delta_splits
 from mergetable.read.reader import SplitReader
 from mergetable.read.scan import Planner, Split
 from mergetable.read.scan_modes import IncrementalMode
+
+RESCALE_PROPERTY = "mergetable.rescale"
+"""Set (to the new bucket count) on the OVERWRITE snapshot of a rescale (:mod:`mergetable.compaction.rescale`):
+the same rows in other buckets, no change for a stream, even with ``streaming-read-overwrite``."""
 
 ROW_KIND_FIELD = pa.field(ROW_KIND_COLUMN, pa.string(), False)
 
@@ -101,7 +105,7 @@ class ChangePlanner:
     ) -> list[ChangeSplit]:
         """What a stream reads of ``snapshot`` after its start (Paimon's follow-up scanners)."""
         if snapshot.commit_kind is CommitKind.OVERWRITE:
-            if not read_overwrite:
+            if not read_overwrite or RESCALE_PROPERTY in (snapshot.properties or {}):
                 return []
             before = self.snapshots.load(snapshot.id - 1) if snapshot.id > 1 else None
             return self.diff(before, snapshot, dnf)
@@ -110,7 +114,8 @@ class ChangePlanner:
         return self.changelog(snapshot, dnf)
 
     def delta(self, snapshot: Snapshot, dnf: list[Conjunct] | None = None) -> list[ChangeSplit]:
-        if snapshot.commit_kind is not CommitKind.APPEND:
+        moved = POSTPONE_PROPERTY in (snapshot.properties or {})  # postponed rows made visible: delivered now
+        if snapshot.commit_kind is not CommitKind.APPEND and not moved:
             return []
         return [ChangeSplit(ChangeKind.DELTA, s) for s in delta_splits(self.manifests, [snapshot], self.schema, dnf)]
 

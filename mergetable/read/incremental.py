@@ -91,6 +91,11 @@ def _id_at(snapshots: SnapshotManager, timestamp_ms: int, default: int) -> int:
         return default
 
 
+POSTPONE_PROPERTY = "mergetable.postpone-compaction"
+"""Set on a COMPACT snapshot that moved postponed rows into buckets (:mod:`mergetable.compaction.postpone`): its
+level-0 files are those rows as written, which change data reads (a stream's ``delta``) deliver then."""
+
+
 def snapshots_between(snapshots: SnapshotManager, start: int, end: int) -> list[Snapshot]:
     """Snapshots ``start+1 .. end`` (each must still exist: a plain read of a range between two tags reads
     their deltas; the difference of the tagged snapshots is ``Table.changelog(start, end, mode="diff")``)."""
@@ -98,9 +103,14 @@ def snapshots_between(snapshots: SnapshotManager, start: int, end: int) -> list[
 
 
 def _added(manifests: ManifestIO, snapshot: Snapshot) -> list[ManifestEntry]:
-    if snapshot.commit_kind is not CommitKind.APPEND:  # OVERWRITE and COMPACT are skipped, as in Paimon
+    """The records a snapshot added to what reads see: an APPEND's files but postponed ones (bucket -2), and
+    the files into which a compaction moved postponed rows (:data:`POSTPONE_PROPERTY`); OVERWRITE and other
+    COMPACT commits are skipped, as in Paimon."""
+    if snapshot.commit_kind is CommitKind.COMPACT and POSTPONE_PROPERTY in (snapshot.properties or {}):
+        return [e for e in manifests.delta_entries(snapshot) if e.kind is FileKind.ADD and e.file.level == 0]
+    if snapshot.commit_kind is not CommitKind.APPEND:
         return []
-    return [e for e in manifests.delta_entries(snapshot) if e.kind is FileKind.ADD]
+    return [e for e in manifests.delta_entries(snapshot) if e.kind is FileKind.ADD and e.bucket >= 0]
 
 
 def delta_splits(

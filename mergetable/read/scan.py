@@ -160,11 +160,14 @@ class Planner:
         if dnf is None:
             return entries
         schema = self.schema
-        buckets = candidate_buckets(dnf, schema.bucket_keys, schema.table_options.bucket, self.arrow)
+        by_total: dict[int, set[int] | None] = {}  # a partition's own bucket count (rescaled ones differ)
         part_ok: dict[Partition, bool] = {}
         keys = schema.trimmed_primary_keys
         out = []
         for e in entries:
+            if e.total_buckets not in by_total:
+                by_total[e.total_buckets] = candidate_buckets(dnf, schema.bucket_keys, e.total_buckets, self.arrow)
+            buckets = by_total[e.total_buckets]
             if buckets is not None and e.bucket not in buckets:
                 continue
             if schema.partition_keys:
@@ -203,7 +206,8 @@ class Planner:
         )
         if vectors is not None and not opts.deletion_vectors_merge_on_read and not self.schema.is_append_table:
             min_level = max(min_level, 1)  # level 0 is visible once compacted (Paimon's batchScanSkipLevel0)
-        live = [e for e in self.manifests.live_entries(snapshot) if e.file.level >= min_level]
+        # postponed rows (bucket -2, a postpone table's) are read once a compaction moved them into buckets
+        live = [e for e in self.manifests.live_entries(snapshot) if e.file.level >= min_level and e.bucket >= 0]
         entries = self.prune(live, dnf)
         by_bucket: dict[tuple[Partition, int], list[ManifestEntry]] = {}
         for e in entries:

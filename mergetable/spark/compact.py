@@ -2,6 +2,10 @@
 
 >>> from mergetable.spark.compact import compact
 >>> compact(spark, "s3://bucket/warehouse/orders", full=True)                      # doctest: +SKIP
+>>> compact(spark, "s3://bucket/warehouse/orders", rescale_bucket=16)              # doctest: +SKIP
+
+With ``rescale_bucket`` the job rescales instead (:meth:`mergetable.Table.rescale`): one task per partition
+rewrites it into that many buckets, and the driver commits every partition as one OVERWRITE snapshot.
 
 The driver plans on the latest snapshot (one task per bucket that needs compacting), the tasks compact
 their bucket and hand back a :class:`~mergetable.CommitMessage` (as JSON), and the driver commits them
@@ -24,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mergetable.compaction.job import BucketPlan, run_plan
+from mergetable.compaction.rescale import PartitionRescale, rescale_partition
 from mergetable.core.errors import MergeTableError
 from mergetable.metadata.models import CommitMessage, Snapshot
 from mergetable.spark.staging import (
@@ -55,6 +60,7 @@ def compact(
     parallelism: int | None = None,
     order_by: Sequence[str] | None = None,
     strategy: str = "order",
+    rescale_bucket: int | None = None,
 ) -> Snapshot | None:
     """Compact the table at ``uri`` with Spark and return the COMPACT snapshot (None: nothing to do).
 
@@ -62,6 +68,8 @@ def compact(
     otherwise each bucket gets the compaction universal compaction picks. ``partitions``: partial specs
     such as ``[{"dt": "2024-01-01"}]``. ``parallelism``: at most this many tasks (default: one per bucket).
     ``order_by``, ``strategy``: a sort compaction of an append table (see :meth:`mergetable.Table.compact`).
+    ``rescale_bucket``: rescale the table (or ``partitions``) into that many buckets instead, one task per
+    partition, and return the OVERWRITE snapshot (see :meth:`mergetable.Table.rescale`).
     """
     table = open_table(uri, storage_options)
     sc = spark.sparkContext
@@ -69,26 +77,35 @@ def compact(
     group = f"mergetable-compact-{job_id}"
     received: set[str] = set()  # markers of the attempts whose results the driver took
 
-    def execute(plans: Sequence[BucketPlan]) -> list[CommitMessage]:
-        if not plans:
-            return []
-        payload = [p.to_json() for p in plans]
+    def run_tasks(payload: list[Any], task: Any, what: str) -> list[str]:
         slices = min(len(payload), parallelism) if parallelism else len(payload)
-        task = functools.partial(_compact_bucket, uri, storage_options, job_id)
         saved = {key: sc.getLocalProperty(key) for key in _GROUP_PROPERTIES}
-        sc.setJobGroup(group, f"mergetable compact {uri} ({len(payload)} buckets)")
+        sc.setJobGroup(group, f"mergetable {what} {uri} ({len(payload)} units)")
         try:
             results = sc.parallelize(payload, slices).map(task).collect()
         except Exception as exc:  # a Py4J/Spark error wrapping the task's failure
-            raise MergeTableError(f"compaction of {uri} failed in a Spark task; nothing was committed: {exc}") from exc
+            raise MergeTableError(f"{what} of {uri} failed in a Spark task; nothing was committed: {exc}") from exc
         finally:
             for key, value in saved.items():
                 sc.setLocalProperty(key, value)
         received.update(marker for marker, _ in results)
-        return [CommitMessage.from_json(m) for _, m in results if m is not None]
+        return [m for _, ms in results for m in ([ms] if isinstance(ms, str) else ms or [])]
+
+    def execute(plans: Sequence[BucketPlan]) -> list[CommitMessage]:
+        if not plans:
+            return []
+        task = functools.partial(_compact_bucket, uri, storage_options, job_id)
+        return [CommitMessage.from_json(m) for m in run_tasks([p.to_json() for p in plans], task, "compact")]
+
+    def rescale(units: Sequence[PartitionRescale]) -> list[CommitMessage]:
+        task = functools.partial(_rescale_partition, uri, storage_options, job_id)
+        return [CommitMessage.from_json(m) for m in run_tasks(list(units), task, "rescale")] if units else []
 
     snapshot: Snapshot | None = None
     try:
+        if rescale_bucket is not None:
+            snapshot = table.rescale(rescale_bucket, [dict(p) for p in partitions] if partitions else None, rescale)
+            return snapshot
         snapshot = table.compact(
             full=full,
             partitions=[dict(p) for p in partitions] if partitions else None,
@@ -134,6 +151,17 @@ def _compact_bucket(
     schema = tagged_schema(table.table_schema, job_id)
     message = run_plan(table.fileio, schema, table.merge_function, BucketPlan.from_json(plan_json))
     return marker, None if message.is_empty else message.to_json()
+
+
+def _rescale_partition(
+    uri: str, storage_options: dict[str, Any] | None, job_id: str, unit: PartitionRescale
+) -> tuple[str, list[str]]:
+    """The Spark task of a rescale: rewrite one partition; (its attempt's marker, its messages as JSON)."""
+    table = open_table(uri, storage_options)
+    marker = task_marker()
+    leave_marker(table.fileio, job_id, marker)
+    schema = tagged_schema(table.table_schema, job_id)
+    return marker, [m.to_json() for m in rescale_partition(table.fileio, schema, table.merge_function, unit)]
 
 
 __all__ = ["compact"]

@@ -33,6 +33,7 @@ from pyspark.sql.types import StructType
 
 from mergetable.core.errors import OptionsError, UnsupportedError
 from mergetable.core.option_map import OptionMap
+from mergetable.core.options import POSTPONE_BUCKET
 from mergetable.core.txn import Txn
 from mergetable.core.write_options import TXN_APP_ID, TXN_VERSION
 from mergetable.spark.writer import MergeTableWriter, TaskCommit, WriteJob, plan_write
@@ -75,7 +76,12 @@ def batch_job(job: WriteJob, query_id: str, run_id: str, batch_id: int) -> Write
     """``job`` narrowed to one micro-batch of one run: its own file names, the query's user and the batch id."""
     user = stream_commit_user(query_id)
     job_id = hashlib.sha256(f"{query_id}/{run_id}/{batch_id}".encode()).hexdigest()[:32]
-    return dataclasses.replace(job, job_id=job_id, user=user, identifier=batch_id, txn=Txn(user, batch_id))
+    schema = job.schema
+    if schema.table_options.bucket == POSTPONE_BUCKET:  # a stream's rows are postponed, as Paimon's are
+        schema = schema.with_options({**schema.options, "postpone.batch-write-fixed-bucket": "false"})
+    return dataclasses.replace(
+        job, job_id=job_id, user=user, identifier=batch_id, txn=Txn(user, batch_id), schema=schema
+    )
 
 
 class MergeTableStreamWriter(DataSourceStreamArrowWriter):

@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 
 from mergetable.core.errors import SchemaError, UnsupportedError
 from mergetable.core.hashing import bucket_of
-from mergetable.core.options import MergeEngine
+from mergetable.core.options import POSTPONE_BUCKET, MergeEngine
 from mergetable.core.progress import counted
 from mergetable.core.rowkind import RowKind, kinds_from_strings
 from mergetable.core.schema import TableSchema, check_column
@@ -320,25 +320,42 @@ BucketAssign = Callable[[pa.Table, np.ndarray, Sequence[tuple[str | None, ...]]]
 
 
 def split_by_bucket(
-    table: pa.Table, schema: TableSchema, assign: BucketAssign | None = None
+    table: pa.Table,
+    schema: TableSchema,
+    assign: BucketAssign | None = None,
+    counts: Callable[[tuple[str | None, ...]], int] | None = None,
 ) -> Iterator[tuple[tuple[str | None, ...], int, pa.Table]]:
     """Split rows by (partition, bucket), keeping input order inside each group; ``assign`` places the rows of
-    a dynamic-bucket table (``DynamicBucketAssigner.assign``), else the bucket is the bucket key's hash."""
+    a dynamic-bucket table (``DynamicBucketAssigner.assign``); ``counts``: each partition's bucket count (a
+    postpone table's batch write), else the ``bucket`` option's. A postpone table's rows without ``counts`` all
+    go to bucket -2 of their partition."""
     n = table.num_rows
     if n == 0:
         return
     part_ids, parts = _partition_ids(table, schema)
+    postponed = assign is None and counts is None and schema.table_options.bucket == POSTPONE_BUCKET
+    keys = schema.bucket_keys
     if assign is not None:
         buckets = assign(table, part_ids, parts)
         total = int(buckets.max()) + 1
+    elif counts is not None:
+        totals = np.array([counts(p) for p in parts], dtype=np.int64)
+        total = int(totals.max())
+        buckets = np.zeros(n, dtype=np.int32)
+        for i, count in enumerate(totals.tolist()):  # one hash per partition of the input (few)
+            rows = np.flatnonzero(part_ids == i)
+            if keys and count > 1 and len(rows):
+                cols = [table.column(k).take(pa.array(rows)) for k in keys]
+                buckets[rows] = bucket_of(cols, count, keys)
     else:
         # bucket -1 (an append table without buckets): every row of a partition goes to bucket 0
-        total = max(1, schema.table_options.bucket)
-        keys = schema.bucket_keys
-        buckets = bucket_of([table.column(k) for k in keys], total, keys) if keys else np.zeros(n, dtype=np.int32)
+        total = 1 if postponed else max(1, schema.table_options.bucket)
+        buckets = (
+            bucket_of([table.column(k) for k in keys], total, keys) if keys and total > 1 else np.zeros(n, np.int32)
+        )
     group = part_ids * total + buckets
     if (group == group[0]).all():
-        yield parts[int(part_ids[0])], int(buckets[0]), table
+        yield parts[int(part_ids[0])], POSTPONE_BUCKET if postponed else int(buckets[0]), table
         return
     # A stable sort of small integers is a radix sort in numpy (20x faster than on int64 for 1M rows).
     order = np.argsort(group.astype(np.int16) if group.max() < 2**15 else group, kind="stable")
@@ -348,4 +365,4 @@ def split_by_bucket(
     ends = np.concatenate([bounds, [n]])
     for s, e in zip(starts, ends, strict=True):
         g = int(sorted_group[s])
-        yield parts[g // total], g % total, take_rows(table, order[s:e])
+        yield parts[g // total], POSTPONE_BUCKET if postponed else g % total, take_rows(table, order[s:e])

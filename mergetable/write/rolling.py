@@ -99,6 +99,16 @@ class RollingKvWriter:
         if self._pending_rows >= files.ROW_GROUP_ROWS:
             self._flush(final=False)
 
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes of rows given to :meth:`write` that wait for a full row group."""
+        return sum(t.nbytes for t in self._pending)
+
+    def flush(self) -> None:
+        """Write the waiting rows now, as a smaller row group (bounds the memory of many writers open at once)."""
+        if self._pending_rows:
+            self._flush(final=True)
+
     def _flush(self, final: bool) -> None:
         rows = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
         step = files.ROW_GROUP_ROWS

@@ -76,6 +76,10 @@ class TableWriter:
         """The HASH index files each partition's rows were assigned against, for the commit's check."""
         self.partition_check: Callable[[list[tuple[str | None, ...]]], None] | None = None
         """Called with the partitions of each input before anything is buffered or written (it may raise)."""
+        self.bucket_counts: Callable[[Partition], int] | None = None
+        """A postpone table's batch write (``postpone.batch-write-fixed-bucket``): each partition's fixed bucket
+        count, which rows are hashed with; None: the rows of a postpone table are postponed (bucket -2)."""
+        self._totals: dict[Partition, int] = {}
 
     # -- input ------------------------------------------------------------------------------------
     def write(
@@ -113,16 +117,22 @@ class TableWriter:
             self.flush()
         self._buffer_cols = cols
         table = table.append_column(VALUE_KIND, kinds)
+        counts = self._count if self.bucket_counts is not None else None
         budget = self._run_budget()
         assign = self.assigner.assign if self.assigner is not None else None
         row_bytes = max(1, table.nbytes // max(1, table.num_rows))
         step = max(1, budget // row_bytes)
         for start in range(0, table.num_rows, step):
-            for partition, bucket, rows in split_by_bucket(table.slice(start, step), self.schema, assign):
+            for partition, bucket, rows in split_by_bucket(table.slice(start, step), self.schema, assign, counts):
                 self._buffer.setdefault((partition, bucket), []).append(rows)
                 self._buffer_bytes += rows.nbytes
             if self._buffer_bytes >= budget:
                 self.flush()
+
+    def _count(self, partition: Partition) -> int:
+        if partition not in self._totals and self.bucket_counts is not None:
+            self._totals[partition] = self.bucket_counts(partition)
+        return self._totals[partition]
 
     def _filter_kinds(self, table: pa.Table, kinds: pa.Array) -> tuple[pa.Table, pa.Array]:
         opts = self.options
@@ -199,7 +209,6 @@ class TableWriter:
 
     def _take_messages(self) -> list[CommitMessage]:
         """The files written so far, one message per touched bucket; the writer forgets them."""
-        total = self.options.bucket
         messages = []
         for bucket_id in sorted(set(self._new_files) | set(self._changelog_files), key=bucket_order):
             partition, bucket = bucket_id
@@ -208,7 +217,7 @@ class TableWriter:
                 CommitMessage(
                     partition=partition,
                     bucket=bucket,
-                    total_buckets=total,
+                    total_buckets=self._totals.get(partition, self.options.bucket) if bucket >= 0 else bucket,
                     new_files=tuple(self._new_files.get(bucket_id, ())),
                     changelog_files=tuple(self._changelog_files.get(bucket_id, ())),
                     new_index_files=new_index,

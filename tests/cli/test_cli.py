@@ -149,3 +149,18 @@ def test_read_time_travel_and_filters_share_the_core_semantics(table: mt.Table) 
     assert done.returncode == 1 and "column 'id'" in done.stderr
     done = cli("read", table.uri, "--timestamp", "soon")
     assert done.returncode == 1 and "timestamp" in done.stderr
+
+
+def test_rescale_rewrites_partitions_then_the_table(table: mt.Table) -> None:
+    before = table.read().sort_by([("dt", "ascending"), ("id", "ascending")])
+    result = as_json("rescale", table.uri, "--bucket", "3", "--partition", "dt=2024-01-01")
+    assert result["partitions"] == 1 and result["bucket"] == "2" and result["files_added"] > 0
+    text = ok("rescale", table.uri, "--bucket", "3")
+    assert text.startswith("rescaled 1 partition(s) into 3 bucket(s) in snapshot ") and text.endswith("is 3\n")
+    t = mt.open_table(table.uri)
+    assert t.options["bucket"] == "3" and t.latest_snapshot().commit_kind is CommitKind.OVERWRITE
+    assert t.read().sort_by([("dt", "ascending"), ("id", "ascending")]).equals(before)
+    assert ok("rescale", table.uri, "--bucket", "3") == "nothing to rewrite (bucket = 3)\n"
+    bad = cli("rescale", table.uri, "--bucket", "0")
+    assert bad.returncode == 2 and "--bucket" in bad.stderr and "Traceback" not in bad.stderr
+    assert "mergetable rescale orders --bucket 8" in ok("rescale", "--help")
