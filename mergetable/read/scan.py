@@ -115,6 +115,18 @@ def interval_partition(files: Sequence[DataFileMeta], cmp: KeyComparator) -> lis
     return out
 
 
+def vector_sections(files: Sequence[DataFileMeta], cmp: KeyComparator) -> list[Section]:
+    """Sections of a deletion-vector bucket: every file above level 0 on its own, but those whose key range overlaps
+    a level-0 file's (``deletion-vectors.merge-on-read``), which are merged with the level-0 files. Above level 0 a
+    key has at most one live row in the bucket (every older copy is marked), so only level 0 may hold another
+    version of a key, and only within its key range."""
+    level0 = [(cmp.min_key(f), cmp.max_key(f)) for f in files if f.level == 0]
+    merged = [f.level == 0 or any(lo <= cmp.max_key(f) and cmp.min_key(f) <= hi for lo, hi in level0) for f in files]
+    alone: list[Section] = [[[f]] for f, m in zip(files, merged, strict=True) if not m]
+    sections = interval_partition([f for f, m in zip(files, merged, strict=True) if m], cmp) + alone
+    return sorted(sections, key=lambda sec: min(cmp.min_key(f) for run in sec for f in run))
+
+
 Sections = Literal["all", "raw", "merged", "vectored", "merging"]
 """Which sections a plan holds: every one, the raw-convertible ones (:func:`raw_convertible`), or the others
 (``merged``); these are the ``vectored`` ones of a deletion-vector table (one run of files above level 0, each read
@@ -223,8 +235,8 @@ class Planner:
             dv = None if vectors is None else vectors.get((partition, bucket), {})
             if self.schema.is_append_table:
                 found: list[Section] = append_sections(files)
-            elif dv is not None and all(f.level > 0 for f in files):
-                found = [[[f]] for f in sorted(files, key=self.comparator.min_key)]
+            elif dv is not None:
+                found = vector_sections(files, self.comparator)
             else:
                 found = interval_partition(files, self.comparator)
             if sections != "all":

@@ -118,7 +118,7 @@ def native_read(spark: SparkSession, uri: str, options: Mapping[str, str]) -> Da
         return _parquet(spark, schema, files)
 
     parts = ([scan(raw)] if raw else []) + without_marked(spark, scan, vectored)
-    rows = reduce(DataFrame.union, parts)
+    rows = reduce(lambda a, b: a.union(b), parts)
     if dnf:
         rows = rows.where(spark_filter(dnf, stored))
     if columns != stored.fieldNames():
