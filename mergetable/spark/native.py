@@ -4,7 +4,11 @@ A section of one sorted run whose files hold no retract and the current columns 
 bucket written once) needs no merge: its rows are its files' rows as stored (Paimon's raw-convertible
 splits, see :meth:`mergetable.table.Table.plan`). :func:`native_read` reads those files with
 ``spark.read.parquet`` and only the other sections through the Python data source
-(``sections=merged``), both pinned to the same snapshot, and unions the two. The Parquet side gets
+(``sections=merged``), both pinned to the same snapshot, and unions the two. On a deletion-vector table the
+files read on their own (``sections="vectored"``) are Parquet scans too, minus their marked rows
+(:mod:`mergetable.spark.vectors`), and only the sections that need a merge go to the data source
+(``sections=merging``); a read without a filter that is all Parquet scans knows its ``count()``
+(:mod:`mergetable.spark.counted`). The Parquet side gets
 everything Spark's file sources have and PySpark's Python data source lacks: column pruning (a ``count()``
 decodes no value column), filter pushdown scoped to each scan, and no Arrow-to-row conversion.
 
