@@ -8,7 +8,8 @@ with ``deletion-vectors.enabled`` and into the same table without.
 * count: ``Table.count()`` of the deletion-vector table (row counts minus cardinalities) vs the raw scan;
 * ingest: the 6 commits with deletion vectors (each compacting its level 0 with lookup) vs without (goal <= 1.5x);
 * Spark (``--spark``, on in ``make bench``): ``mergetable.spark.read`` of the table vs ``spark.read.parquet`` of the
-  live rows (goal <= 1.2x), its ``count()`` (goal <= 1.5x), and no Python data source scan in its plan.
+  live rows (goal <= 1.2x), its ``count()`` (goal <= 1.5x; answered from the table's metadata), and no Python
+  data source scan in its plan; the count Spark computes (``groupBy().count()``) is printed for comparison.
 
 Run: ``python benchmarks/bench_deletion_vectors.py [--rows 1000000] [--spark]``.
 """
@@ -119,6 +120,11 @@ def spark_goals(t: mt.Table, raw_path: str) -> None:
         native_c, ours_c = best_pair(native.count, ours.count)
         print(f"spark count: spark.read.parquet {native_c:.2f} s, mergetable.spark.read {ours_c:.2f} s")
         report("mergetable.spark.read count() vs spark.read.parquet (deletion vectors)", ours_c / native_c, 1.5)
+        native_g, ours_g = best_pair(
+            lambda: native.groupBy().count().collect(), lambda: ours.groupBy().count().collect()
+        )
+        print(f"spark groupBy().count(): spark.read.parquet {native_g:.2f} s, mergetable.spark.read {ours_g:.2f} s")
+        report("the same count computed by Spark (groupBy().count()), for comparison", ours_g / native_g, 1e9)
     finally:
         spark.stop()
 

@@ -115,8 +115,29 @@ def interval_partition(files: Sequence[DataFileMeta], cmp: KeyComparator) -> lis
     return out
 
 
-Sections = Literal["all", "raw", "merged"]
-"""Which sections a plan holds: every one, the raw-convertible ones (:func:`raw_convertible`), or the others."""
+def vector_sections(files: Sequence[DataFileMeta], cmp: KeyComparator) -> list[Section]:
+    """Sections of a deletion-vector bucket: every file above level 0 on its own, but those whose key range overlaps
+    a level-0 file's (``deletion-vectors.merge-on-read``), which are merged with the level-0 files. Above level 0 a
+    key has at most one live row in the bucket (every older copy is marked), so only level 0 may hold another
+    version of a key, and only within its key range."""
+    level0 = [(cmp.min_key(f), cmp.max_key(f)) for f in files if f.level == 0]
+    merged = [f.level == 0 or any(lo <= cmp.max_key(f) and cmp.min_key(f) <= hi for lo, hi in level0) for f in files]
+    alone: list[Section] = [[[f]] for f, m in zip(files, merged, strict=True) if not m]
+    sections = interval_partition([f for f, m in zip(files, merged, strict=True) if m], cmp) + alone
+    return sorted(sections, key=lambda sec: min(cmp.min_key(f) for run in sec for f in run))
+
+
+Sections = Literal["all", "raw", "merged", "vectored", "merging"]
+"""Which sections a plan holds: every one, the raw-convertible ones (:func:`raw_convertible`), or the others
+(``merged``); these are the ``vectored`` ones of a deletion-vector table (one run of files above level 0, each read
+on its own minus the rows its vector marks: :func:`vector_readable`) and those that need a merge (``merging``)."""
+
+
+def vector_readable(section: Section, same_columns: Callable[[int], bool]) -> bool:
+    """Whether the files of ``section`` (of a deletion-vector table) are each read on their own minus the rows their
+    vectors mark: one sorted run of files above level 0 with no retract, no partial write and the reading schema's
+    columns (``same_columns(schema_id)``)."""
+    return len(section) == 1 and all(f.level > 0 for f in section[0]) and raw_convertible(section, same_columns)
 
 
 def raw_convertible(section: Section, same_columns: Callable[[int], bool]) -> bool:
@@ -218,12 +239,12 @@ class Planner:
             dv = None if vectors is None else vectors.get((partition, bucket), {})
             if self.schema.is_append_table:
                 found: list[Section] = append_sections(files)
-            elif dv is not None and all(f.level > 0 for f in files):
-                found = [[[f]] for f in sorted(files, key=self.comparator.min_key)]
+            elif dv is not None:
+                found = vector_sections(files, self.comparator)
             else:
                 found = interval_partition(files, self.comparator)
             if sections != "all":
-                found = [s for s in found if self._raw(s, dv) == (sections == "raw")]
+                found = [s for s in found if self._wanted(self._kind(s, dv), sections)]
             total = group[0].total_buckets
             parts = [found] if dv is not None else self._by_key_range(partition, bucket, found, target_split_size)
             for part in parts:
@@ -233,6 +254,16 @@ class Planner:
                     packed = _pack(snapshot.id, partition, bucket, total, part, target_split_size)
                     splits.extend(packed if not dv else [_with_vectors(s, dv) for s in packed])
         return splits
+
+    @staticmethod
+    def _wanted(kind: Sections, sections: Sections) -> bool:
+        return kind == sections or (sections == "merged" and kind != "raw")
+
+    def _kind(self, section: Section, vectors: dict[str, DeletionFile] | None) -> Sections:
+        """``raw``, ``vectored`` or ``merging`` (see :data:`Sections`)."""
+        if self._raw(section, vectors):
+            return "raw"
+        return "vectored" if vectors is not None and vector_readable(section, self.same_columns) else "merging"
 
     def _raw(self, section: Section, vectors: dict[str, DeletionFile] | None) -> bool:
         """Whether ``section`` is raw-convertible and none of its files has a deletion vector."""

@@ -134,8 +134,10 @@ def read(
     Sections that need no merge (one sorted run without retracts: a compacted bucket, say) are read with
     ``spark.read.parquet`` and the others through the data source, pinned to the same snapshot
     (:mod:`mergetable.spark.native`): a compacted table then scans, counts and filters at the speed of Spark's
-    Parquet source, with its column pruning and filter pushdown. The rows are the data source's; the columns are
-    all nullable when some files are read so.
+    Parquet source, with its column pruning and filter pushdown. A deletion-vector table's files are read so too,
+    their marked rows dropped inside Spark (:mod:`mergetable.spark.vectors`). The rows are the data source's; the
+    columns are all nullable when some files are read so. Without a ``filter``, a read that is all Parquet scans
+    answers ``count()`` from the table's metadata (:mod:`mergetable.spark.counted`).
 
     Args:
         spark: the session.

@@ -4,7 +4,11 @@ A section of one sorted run whose files hold no retract and the current columns 
 bucket written once) needs no merge: its rows are its files' rows as stored (Paimon's raw-convertible
 splits, see :meth:`mergetable.table.Table.plan`). :func:`native_read` reads those files with
 ``spark.read.parquet`` and only the other sections through the Python data source
-(``sections=merged``), both pinned to the same snapshot, and unions the two. The Parquet side gets
+(``sections=merged``), both pinned to the same snapshot, and unions the two. On a deletion-vector table the
+files read on their own (``sections="vectored"``) are Parquet scans too, minus their marked rows
+(:mod:`mergetable.spark.vectors`), and only the sections that need a merge go to the data source
+(``sections=merging``); a read without a filter that is all Parquet scans knows its ``count()``
+(:mod:`mergetable.spark.counted`). The Parquet side gets
 everything Spark's file sources have and PySpark's Python data source lacks: column pruning (a ``count()``
 decodes no value column), filter pushdown scoped to each scan, and no Arrow-to-row conversion.
 
@@ -40,11 +44,12 @@ from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, normalize_arrow_
 from mergetable.read.datafile import records_bounds
 from mergetable.read.scan import Sections, Split
 from mergetable.spark.changes import split_audit_log, wants_changes
+from mergetable.spark.counted import with_count
 from mergetable.spark.options import ReadOptions
 from mergetable.spark.source import resolve_snapshot_id
 from mergetable.spark.system import RESOLVE_SNAPSHOT, SystemRead
 from mergetable.spark.types import spark_schema
-from mergetable.spark.vectors import vector_files, with_positions, without_marked
+from mergetable.spark.vectors import VectorFile, vector_files, without_marked
 from mergetable.table import Table, open_table
 
 _WHOLE = 1 << 62
@@ -98,30 +103,38 @@ def native_read(spark: SparkSession, uri: str, options: Mapping[str, str]) -> Da
     names = [*table.schema.names, SEQUENCE_NUMBER, VALUE_KIND]  # the columns a data file holds
     if not all(native_type(table.schema.field(c).type) for c in needed) or _clashing(spark, names):
         return None
-    raw = _raw_paths(table, _plan(table, opts, dnf, snapshot_id, "raw"))
-    marked = None
+    raw_splits = _plan(table, opts, dnf, snapshot_id, "raw")
+    raw = _raw_paths(table, raw_splits)
+    vectored: list[VectorFile] = []
+    rest: Sections = "merged"
     if table.table_options.deletion_vectors_enabled:  # files with vectors, read natively and applied in Spark
-        found = vector_files(table, _plan(table, opts, dnf, snapshot_id, "merged"))
-        if found is not None:
-            raw, marked = sorted({*raw, *found[0]}), found[1]
-    if not raw or any(_UNSAFE_PATH.search(p) for p in raw):
+        vectored, rest = vector_files(table, _plan(table, opts, dnf, snapshot_id, "vectored")), "merging"
+    paths = [*raw, *(f.path for f in vectored)]
+    if not paths or any(_UNSAFE_PATH.search(p) for p in paths):
         return None
     floats = [c for c in needed if pa.types.is_floating(table.schema.field(c).type)]
-    if floats and not all(_no_float_bounds(table, p, floats) for p in raw):
+    if floats and not all(_no_float_bounds(table, p, floats) for p in paths):
         return None
     stored = spark_schema(table.schema, [c for c in table.schema.names if c in needed])
-    rows = _parquet(spark, T.StructType([T.StructField(f.name, f.dataType, True) for f in stored]), raw)
-    if marked is not None:
-        rows = without_marked(spark, with_positions(rows, marked), marked)
+    schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in stored])
+
+    def scan(files: list[str]) -> DataFrame:
+        return _parquet(spark, schema, files)
+
+    parts = ([scan(raw)] if raw else []) + without_marked(spark, scan, vectored)
+    rows = reduce(lambda a, b: a.union(b), parts)
     if dnf:
         rows = rows.where(spark_filter(dnf, stored))
     if columns != stored.fieldNames():
         rows = rows.select(*[F.col(_quoted(c)) for c in columns])
-    if marked is not None or not _plan(table, opts, dnf, snapshot_id, "merged"):
+    if _plan(table, opts, dnf, snapshot_id, rest):
+        merged = {k: v for k, v in lowered.items() if k not in TIME_TRAVEL_KEYS}
+        merged.update({"snapshot-id": str(snapshot_id), "sections": rest})
+        return rows.unionByName(spark.read.format("mergetable").options(**merged).load(uri))
+    if dnf:
         return rows
-    merged = {k: v for k, v in lowered.items() if k not in TIME_TRAVEL_KEYS}
-    merged.update({"snapshot-id": str(snapshot_id), "sections": "merged"})
-    return rows.unionByName(spark.read.format("mergetable").options(**merged).load(uri))
+    stored_rows = {f.file_name: f.row_count for s in raw_splits for f in s.files}
+    return with_count(rows, sum(stored_rows.values()) + sum(f.rows - len(f.marked) for f in vectored))
 
 
 def spark_filter(dnf: list[Conjunct], schema: T.StructType) -> Column:

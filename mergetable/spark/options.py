@@ -26,7 +26,7 @@ from mergetable.read.scan_modes import INCREMENTAL_KEYS, STREAM_KEYS
 from mergetable.spark.write_modes import MODE_KEYS
 
 _SPARK_READ_KEYS = ("path", "pushdown", "batch-size", "sections")
-_SECTIONS = ("all", "merged")
+_SECTIONS = ("all", "merged", "merging")
 #: Values of the ``pushdown`` read option.
 PUSHDOWN_VALUES = ("auto", "true", "false")
 #: Default rows per Arrow batch a Spark reader yields (``batch-size``).
@@ -73,9 +73,10 @@ class ReadOptions:
     storage: dict[str, Any] | None = None
     pushdown: str = "auto"
     batch_size: int = DEFAULT_BATCH_SIZE
-    sections: Literal["all", "merged"] = "all"
-    """``merged``: only the sections that need a merge (``Table.plan``'s ``sections``); what
-    :func:`mergetable.spark.api.read` asks for when it scans the raw-convertible ones with Spark's Parquet reader."""
+    sections: Literal["all", "merged", "merging"] = "all"
+    """``merged``: only the sections that are not raw-convertible (``Table.plan``'s ``sections``); what
+    :func:`mergetable.spark.api.read` asks for when it scans the raw-convertible ones with Spark's Parquet reader.
+    ``merging``: only those that need a merge (a deletion-vector table's other sections are read there too)."""
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
@@ -93,7 +94,7 @@ class ReadOptions:
             storage=storage_options(opts),
             pushdown=pushdown,
             batch_size=batch_size,
-            sections="merged" if sections == "merged" else "all",
+            sections="merged" if sections == "merged" else "merging" if sections == "merging" else "all",
         )
 
     @property
