@@ -75,7 +75,9 @@ def batch_job(job: WriteJob, query_id: str, run_id: str, batch_id: int) -> Write
     """``job`` narrowed to one micro-batch of one run: its own file names, the query's user and the batch id."""
     user = stream_commit_user(query_id)
     job_id = hashlib.sha256(f"{query_id}/{run_id}/{batch_id}".encode()).hexdigest()[:32]
-    return dataclasses.replace(job, job_id=job_id, user=user, identifier=batch_id, txn=Txn(user, batch_id))
+    return dataclasses.replace(
+        job, job_id=job_id, user=user, identifier=batch_id, txn=Txn(user, batch_id), index_latest=True
+    )
 
 
 class MergeTableStreamWriter(DataSourceStreamArrowWriter):

@@ -42,6 +42,7 @@ from mergetable.core.schema import TableSchema
 from mergetable.core.txn import Txn
 from mergetable.merge import validate_merge_options
 from mergetable.metadata.models import CommitMessage
+from mergetable.spark.dynamic import take_channels, task_assigner
 from mergetable.spark.errors import concise_errors
 from mergetable.spark.merge_schema import data_schema, evolve_for_write
 from mergetable.spark.options import WriteOptions
@@ -91,6 +92,10 @@ class WriteJob:
     session_overwrite_mode: bool = False
     """An overwrite the session's ``partitionOverwriteMode`` decides, as the tasks report it (static unless
     a task saw ``dynamic``; see :mod:`mergetable.spark.write_modes`)."""
+    dynamic_channels: int | None = None
+    """A dynamic-bucket table's rows arrive shuffled by that many key channels (:mod:`mergetable.spark.dynamic`)."""
+    index_latest: bool = False
+    """Tasks place a dynamic-bucket table's keys against the latest snapshot, not ``base_snapshot_id``."""
 
     @property
     def commit_user(self) -> str:
@@ -143,6 +148,7 @@ def _renamed(schema: StructType, renames: dict[str, str]) -> StructType:
 def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> WriteJob:
     """Validate a write on the driver (before any task runs) and describe the job."""
     columns = list(schema.fieldNames())
+    options, channels = take_channels(options)
     wo = WriteOptions.parse(options, columns)
     rk = wo.row_kind_column
     if rk is None and DEFAULT_ROW_KIND_COLUMN in columns:
@@ -175,6 +181,7 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
             row_kind_column=rk,
             target_columns=None if len(present) == len(table.schema) else tuple(present),
             txn=wo.txn,
+            dynamic_channels=channels,
         )
     # Without 'primary-key' the table created is an append table (rows kept as written), as in Paimon.
     data = StructType([f for f in schema.fields if f.name not in ignore])
@@ -191,6 +198,7 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
         row_kind_column=rk,
         create_options=dict(wo.table_options),
         txn=wo.txn,
+        dynamic_channels=channels,
     )
 
 
@@ -229,6 +237,15 @@ class MergeTableWriter(DataSourceArrowWriter):
         leave_marker(fileio, job.job_id, paths.attempt_marker(partition_id, attempt, task_attempt_id))
         rows = 0
         with job.task_table().writing() as tx:  # the driver commits: the task hands its messages off
+            if job.schema.is_dynamic_bucket:
+                tx.writer.assigner = task_assigner(
+                    fileio,
+                    job.schema,
+                    base_snapshot_id=job.base_snapshot_id,
+                    overwrite=job.overwrite is not False,
+                    channels=job.dynamic_channels,
+                    latest=job.index_latest,
+                )
             pending: list[pa.RecordBatch] = []
             size = 0
             for batch in batches:
