@@ -49,7 +49,9 @@ from mergetable.core.dynamic_buckets import MAX_DYNAMIC_BUCKETS, key_hashes
 from mergetable.core.errors import OptionsError, SnapshotNotFoundError
 from mergetable.core.fileio import FileIO
 from mergetable.core.option_map import OptionMap
+from mergetable.core.paths import INDEX_FILE_PREFIX, PathFactory, new_file_name
 from mergetable.core.schema import TableSchema
+from mergetable.metadata.models import Snapshot
 from mergetable.write.bucket_assign import DynamicBucketAssigner, HashIndexLoader, PartitionHashes, _PartitionIndex
 
 CHANNELS_OPTION = "dynamic-bucket.assigner-channels"
@@ -207,11 +209,14 @@ def task_assigner(
     overwrite: bool,
     channels: int | None,
     latest: bool = False,
+    tag: str = "",
 ) -> DynamicBucketAssigner:
     """The assigner of one task attempt of a write into a dynamic-bucket table (see the module docstring).
 
     ``channels``: the rows are shuffled by that many channels (exact placement); None: they are not.
     ``latest``: assign against the latest snapshot instead of ``base_snapshot_id`` (streaming micro-batches).
+    ``tag``: the job's file tag, in the names of the HASH index files the attempt writes (:func:`index_prefix`),
+    so the driver finds those of attempts that lost as it finds their data files.
     """
     loader: HashIndexLoader
     if overwrite:
@@ -223,7 +228,34 @@ def task_assigner(
     else:
         assigner = DynamicBucketAssigner(fileio, schema, loader)
         assigner.assigners = channels
+    if tag:
+        assigner.paths = _TaggedIndexPaths(fileio.root, index_prefix(tag))
     return assigner
+
+
+class _TaggedIndexPaths(PathFactory):
+    """Paths whose new HASH index files are named ``<prefix><uuid>-<n>`` (a job's tag: swept with its files)."""
+
+    def __init__(self, root: str, prefix: str) -> None:
+        super().__init__(root)
+        self.prefix = prefix
+
+    def new_index_file_name(self) -> str:  # type: ignore[override]  # an instance's prefix, not a static one
+        return new_file_name(self.prefix)
+
+
+def index_prefix(tag: str) -> str:
+    """The name prefix of the HASH index files a job's tasks write (``tag``: the job's file tag).
+
+    >>> index_prefix("0123456789abcdef-")
+    'index-0123456789abcdef-'
+    """
+    return INDEX_FILE_PREFIX + tag
+
+
+def live_index_files(fileio: FileIO, snapshot: Snapshot | None) -> set[str]:
+    """The names of the index files ``snapshot`` references (a job's tagged HASH files among them)."""
+    return {e.index_file.file_name for e in IndexManifestIO(fileio).entries(snapshot)}
 
 
 def _empty(partition: Partition) -> PartitionHashes:
@@ -235,6 +267,8 @@ __all__ = [
     "OpenBucketAssigner",
     "SnapshotHashIndex",
     "channel_count",
+    "index_prefix",
+    "live_index_files",
     "open_buckets",
     "shuffle_by_channel",
     "take_channels",

@@ -233,6 +233,7 @@ def test_retried_and_speculative_attempts_place_keys_alike_and_commit_once(
         assert [m.new_index_files[0].row_count if m.new_index_files else 0 for m in a.messages] == [
             m.new_index_files[0].row_count if m.new_index_files else 0 for m in b.messages
         ]
+    task(0, 2, 30)  # killed: its message (and so its HASH files) never reaches the driver, found by the job's tag
     winners = [second[0], *first[1:]]
     writer.commit([*winners, first[0], *second[1:]])
     t = mt.open_table(uri)
@@ -241,7 +242,7 @@ def test_retried_and_speculative_attempts_place_keys_alike_and_commit_once(
     assert_one_bucket_per_key(t)
     indexes = IndexManifestIO(t.fileio)
     referenced = {e.index_file.file_name for s in SnapshotManager(t.fileio).snapshots() for e in indexes.entries(s)}
-    assert {p.name for p in (tmp_path / "t" / "index").iterdir()} == referenced  # losers' HASH files are gone
+    assert {p.name for p in (tmp_path / "t" / "index").iterdir()} == referenced  # losers' and killed HASH files gone
     assert not (tmp_path / "t" / STAGING_DIR).exists()
     if channels is not None:  # exact placement: no bucket beyond the target
         assert max(len(ids) for ids in keys_by_bucket(t).values()) <= 6
