@@ -227,7 +227,8 @@ def task_assigner(
         assigner: DynamicBucketAssigner = OpenBucketAssigner(fileio, schema, loader)
     else:
         assigner = DynamicBucketAssigner(fileio, schema, loader)
-        assigner.assigners = channels
+        most = assigner.max_buckets
+        assigner.assigners = channels if most == -1 else min(channels, most)  # every channel owns a bucket
     if tag:
         assigner.paths = _TaggedIndexPaths(fileio.root, index_prefix(tag))
     return assigner

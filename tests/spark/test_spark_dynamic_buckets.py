@@ -256,3 +256,22 @@ def test_open_buckets_and_the_channels_option() -> None:
     assert take_channels({"Dynamic-Bucket.Assigner-Channels": "3"})[1] == 3
     with pytest.raises(mt.OptionsError, match=r"dynamic-bucket\.assigner-channels"):
         take_channels({"dynamic-bucket.assigner-channels": "0"})
+
+
+def test_more_channels_than_max_buckets_keep_within_them(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    options = {
+        "path": uri,
+        "primary-key": "id",
+        "dynamic-bucket.max-buckets": "2",
+        "dynamic-bucket.target-row-num": "3",
+    }
+    writer = MergeTableWriter(plan_write({**options, "dynamic-bucket.assigner-channels": "4"}, DF_SCHEMA, False))
+    ids = np.arange(30)
+    channel = key_hashes([pa.array(ids)], ["id"]).view(np.uint32) % 2
+    tasks = [writer.write_task(_batches(ids[channel == c].tolist(), "x"), c, 0, c) for c in range(2)]  # type: ignore[arg-type]
+    writer.commit(tasks)
+    t = mt.open_table(uri)
+    assert sorted(t.read()["id"].to_pylist()) == list(range(30))
+    assert {b for _, b in keys_by_bucket(t)} == {0, 1}
+    assert_one_bucket_per_key(t)
