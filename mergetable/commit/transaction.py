@@ -165,6 +165,12 @@ class WriteTransaction:
         self, data: Any, row_kind: RowKindArg = None, target_columns: Sequence[str] | None = None, cast: bool = False
     ) -> None:
         """Write rows (see :meth:`mergetable.Table.write`); nothing is visible before :meth:`commit`."""
+        self.writer.write(data, row_kind, target_columns, cast)
+
+    @property
+    def writer(self) -> TableWriter:
+        """The transaction's table writer, opened on first use (a Spark task sets its ``assigner`` before it
+        writes: :mod:`mergetable.spark.dynamic`)."""
         self._require_open("write")
         if self._writer is None:
             self._writer = open_writer(
@@ -174,7 +180,7 @@ class WriteTransaction:
                 self._writer.partition_check = functools.partial(
                     check_partitions, self.schema, overwrite=self.overwrite
                 )
-        self._writer.write(data, row_kind, target_columns, cast)
+        return self._writer
 
     def prepare(self) -> list[CommitMessage]:
         """Flush what :meth:`write` buffered; returns every message the transaction holds."""

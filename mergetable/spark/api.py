@@ -6,6 +6,7 @@ in ``tests/spark``.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -23,6 +24,7 @@ from mergetable.core.predicates import Filters
 from mergetable.core.schema import TableSchema
 from mergetable.core.txn import make_txn
 from mergetable.spark.changes import split_audit_log
+from mergetable.spark.dynamic import CHANNELS_OPTION, shuffle_by_channel
 from mergetable.spark.native import native_read
 from mergetable.spark.options import ReadOptions, WriteOptions
 from mergetable.spark.source import MergeTableDataSource
@@ -283,6 +285,12 @@ def write(
         schema = TableSchema.create(arrow_schema_of(data), wo.primary_key, wo.partition_keys or (), wo.table_options)
     if schema.is_append_table and schema.table_options.bucket < 1:  # no buckets: written where the rows are
         df.write.format("mergetable").mode(mode).options(**opts).save(uri)
+        return
+    if schema.is_dynamic_bucket:  # every key to one task, which places its new keys (mergetable.spark.dynamic)
+        task_key = functools.partial(bucket_task_key, df.sparkSession)
+        shuffled, channels = shuffle_by_channel(df, schema, num_partitions, task_key)
+        opts[CHANNELS_OPTION] = str(channels)
+        shuffled.write.format("mergetable").mode(mode).options(**opts).save(uri)
         return
     keys = list(schema.bucket_keys)
     types = [schema.arrow_type(k) for k in keys]

@@ -80,7 +80,7 @@ def batch_job(job: WriteJob, query_id: str, run_id: str, batch_id: int) -> Write
     if schema.table_options.bucket == POSTPONE_BUCKET:  # a stream's rows are postponed, as Paimon's are
         schema = schema.with_options({**schema.options, "postpone.batch-write-fixed-bucket": "false"})
     return dataclasses.replace(
-        job, job_id=job_id, user=user, identifier=batch_id, txn=Txn(user, batch_id), schema=schema
+        job, job_id=job_id, user=user, identifier=batch_id, txn=Txn(user, batch_id), schema=schema, index_latest=True
     )
 
 

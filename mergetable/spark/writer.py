@@ -4,6 +4,8 @@ Exactly-once with retried and speculative tasks
 -----------------------------------------------
 * The job gets a random id when Spark plans the write. Every data (and changelog) file a task of the job
   writes is named ``<data-file.prefix><job tag>-<uuid>-<n>.parquet``, so the job's files can be told apart.
+* A dynamic-bucket table's HASH index files that a task writes are named ``index-<job tag>-<uuid>-<n>`` (see
+  :mod:`mergetable.spark.dynamic`), so they are swept with the data files.
 * Before writing anything, each task attempt leaves a marker ``_spark_staging/<job id>/<partition>-<attempt>-<task
   attempt id>`` under the table.
 * ``commit`` takes exactly one task message per Spark partition id (Spark hands over the successful attempts;
@@ -42,10 +44,12 @@ from mergetable.core.schema import TableSchema
 from mergetable.core.txn import Txn
 from mergetable.merge import validate_merge_options
 from mergetable.metadata.models import CommitMessage
+from mergetable.spark.dynamic import index_prefix, live_index_files, take_channels, task_assigner
 from mergetable.spark.errors import concise_errors
 from mergetable.spark.merge_schema import data_schema, evolve_for_write
 from mergetable.spark.options import WriteOptions
 from mergetable.spark.staging import (
+    job_tag,
     leave_marker,
     remove_staging,
     sweep_tagged_files,
@@ -91,6 +95,10 @@ class WriteJob:
     session_overwrite_mode: bool = False
     """An overwrite the session's ``partitionOverwriteMode`` decides, as the tasks report it (static unless
     a task saw ``dynamic``; see :mod:`mergetable.spark.write_modes`)."""
+    dynamic_channels: int | None = None
+    """A dynamic-bucket table's rows arrive shuffled by that many key channels (:mod:`mergetable.spark.dynamic`)."""
+    index_latest: bool = False
+    """Tasks place a dynamic-bucket table's keys against the latest snapshot, not ``base_snapshot_id``."""
 
     @property
     def commit_user(self) -> str:
@@ -131,7 +139,8 @@ class TaskCommit(WriterCommitMessage):
 
     @property
     def file_names(self) -> set[str]:
-        return {f.file_name for m in self.messages for f in (*m.new_files, *m.changelog_files)}
+        names = {f.file_name for m in self.messages for f in (*m.new_files, *m.changelog_files)}
+        return names | {f.file_name for m in self.messages for f in m.new_index_files}
 
 
 def _renamed(schema: StructType, renames: dict[str, str]) -> StructType:
@@ -143,6 +152,7 @@ def _renamed(schema: StructType, renames: dict[str, str]) -> StructType:
 def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> WriteJob:
     """Validate a write on the driver (before any task runs) and describe the job."""
     columns = list(schema.fieldNames())
+    options, channels = take_channels(options)
     wo = WriteOptions.parse(options, columns)
     rk = wo.row_kind_column
     if rk is None and DEFAULT_ROW_KIND_COLUMN in columns:
@@ -175,6 +185,7 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
             row_kind_column=rk,
             target_columns=None if len(present) == len(table.schema) else tuple(present),
             txn=wo.txn,
+            dynamic_channels=channels,
         )
     # Without 'primary-key' the table created is an append table (rows kept as written), as in Paimon.
     data = StructType([f for f in schema.fields if f.name not in ignore])
@@ -191,6 +202,7 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
         row_kind_column=rk,
         create_options=dict(wo.table_options),
         txn=wo.txn,
+        dynamic_channels=channels,
     )
 
 
@@ -229,6 +241,16 @@ class MergeTableWriter(DataSourceArrowWriter):
         leave_marker(fileio, job.job_id, paths.attempt_marker(partition_id, attempt, task_attempt_id))
         rows = 0
         with job.task_table().writing() as tx:  # the driver commits: the task hands its messages off
+            if job.schema.is_dynamic_bucket:
+                tx.writer.assigner = task_assigner(
+                    fileio,
+                    job.schema,
+                    base_snapshot_id=job.base_snapshot_id,
+                    overwrite=job.overwrite is not False,
+                    channels=job.dynamic_channels,
+                    latest=job.index_latest,
+                    tag=job_tag(job.job_id),
+                )
             pending: list[pa.RecordBatch] = []
             size = 0
             for batch in batches:
@@ -342,7 +364,7 @@ class MergeTableWriter(DataSourceArrowWriter):
         if snap is None:
             return set()
         entries = [*table.delta_entries(snap), *table.changelog_entries(snap)]
-        return {e.file.file_name for e in entries}
+        return {e.file.file_name for e in entries} | live_index_files(table.fileio, snap)
 
     def _clean_staging(self, fileio: FileIO, known_markers: set[str] | None, keep: set[str]) -> None:
         """Sweep the job's files unless every attempt that left a marker is known; then drop the markers."""
@@ -374,9 +396,13 @@ def sweep_job_files(fileio: FileIO, job: WriteJob, keep: set[str]) -> list[str]:
     """
 
     def live() -> set[str]:
-        return {f.file_name for _, _, f in job.table().files()} if table_exists(job.uri, job.storage) else set()
+        if not table_exists(job.uri, job.storage):
+            return set()
+        table = job.table()
+        return {f.file_name for _, _, f in table.files()} | live_index_files(table.fileio, table.latest_snapshot())
 
-    return sweep_tagged_files(fileio, job.file_prefixes, keep, live)
+    prefixes = (*job.file_prefixes, index_prefix(job_tag(job.job_id)))
+    return sweep_tagged_files(fileio, prefixes, keep, live)
 
 
 def _remove_if_empty(fileio: FileIO) -> None:
