@@ -133,11 +133,12 @@ Sections = Literal["all", "raw", "merged", "vectored", "merging"]
 on its own minus the rows its vector marks: :func:`vector_readable`) and those that need a merge (``merging``)."""
 
 
-def vector_readable(section: Section, same_columns: Callable[[int], bool]) -> bool:
+def vector_readable(section: Section, same_columns: Callable[[int], bool], append: bool = False) -> bool:
     """Whether the files of ``section`` (of a deletion-vector table) are each read on their own minus the rows their
-    vectors mark: one sorted run of files above level 0 with no retract, no partial write and the reading schema's
-    columns (``same_columns(schema_id)``)."""
-    return len(section) == 1 and all(f.level > 0 for f in section[0]) and raw_convertible(section, same_columns)
+    vectors mark: one sorted run of files above level 0 (any level: an ``append`` table's, whose files all stay at
+    level 0) with no retract, no partial write and the reading schema's columns (``same_columns(schema_id)``)."""
+    upper = append or all(f.level > 0 for f in section[0])
+    return len(section) == 1 and upper and raw_convertible(section, same_columns)
 
 
 def raw_convertible(section: Section, same_columns: Callable[[int], bool]) -> bool:
@@ -263,7 +264,8 @@ class Planner:
         """``raw``, ``vectored`` or ``merging`` (see :data:`Sections`)."""
         if self._raw(section, vectors):
             return "raw"
-        return "vectored" if vectors is not None and vector_readable(section, self.same_columns) else "merging"
+        readable = vector_readable(section, self.same_columns, self.schema.is_append_table)
+        return "vectored" if vectors is not None and readable else "merging"
 
     def _raw(self, section: Section, vectors: dict[str, DeletionFile] | None) -> bool:
         """Whether ``section`` is raw-convertible and none of its files has a deletion vector."""
