@@ -104,7 +104,19 @@ CREATE = [
     Mistake("options-as-list", lambda c: create(c, options=["bucket=4"]), ArgumentError, "options"),
     Mistake("bucket-zero", lambda c: create(c, options={"bucket": "0"}), OptionsError, "bucket"),
     Mistake("bucket-not-a-number", lambda c: create(c, options={"bucket": "four"}), OptionsError, "bucket"),
-    Mistake("bucket-dynamic", lambda c: create(c, options={"bucket": "-1"}), OptionsError, "bucket"),
+    Mistake("bucket-postpone", lambda c: create(c, options={"bucket": "-2"}), OptionsError, "bucket"),
+    Mistake(
+        "bucket-key-dynamic",
+        lambda c: create(c, options={"bucket": "-1", "bucket-key": "id"}),
+        OptionsError,
+        "bucket-key",
+    ),
+    Mistake(
+        "dynamic-bucket-target-zero",
+        lambda c: create(c, options={"dynamic-bucket.target-row-num": "0"}),
+        OptionsError,
+        "dynamic-bucket.target-row-num",
+    ),
     Mistake("bucket-absurd", lambda c: create(c, options={"bucket": str(10**30)}), OptionsError, "bucket"),
     Mistake(
         "write-buffer-size-beyond-int64",
