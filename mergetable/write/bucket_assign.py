@@ -35,12 +35,13 @@ from mergetable.core.dynamic_buckets import (
     HASH_INDEX,
     MAX_DYNAMIC_BUCKETS,
     hash_file_bytes,
+    hash_index_file_prefix,
     key_hashes,
     remember_hash_file,
 )
 from mergetable.core.errors import OptionsError
 from mergetable.core.fileio import FileIO
-from mergetable.core.paths import PathFactory
+from mergetable.core.paths import PathFactory, new_file_name
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import IndexFileMeta
 
@@ -198,6 +199,7 @@ class DynamicBucketAssigner:
         self.target = opts.dynamic_bucket_target_row_num
         self.assigners = opts.dynamic_bucket_initial_buckets or 1
         self.max_buckets = opts.dynamic_bucket_max_buckets
+        self.index_prefix = hash_index_file_prefix(opts.data_file_prefix)
         self._partitions: dict[Partition, _PartitionIndex] = {}
 
     def _partition(self, partition: Partition) -> _PartitionIndex:
@@ -245,7 +247,7 @@ class DynamicBucketAssigner:
             return (), ()
         hashes = index.known[index.known_bucket == bucket]  # sorted: the bucket's hashes before and now
         data = hash_file_bytes(hashes)
-        name = self.paths.new_index_file_name()
+        name = new_file_name(self.index_prefix)
         self.fileio.write_bytes(self.paths.index_file(name), data)
         remember_hash_file(self.fileio, name, hashes)
         meta = IndexFileMeta(index_type=HASH_INDEX, file_name=name, file_size=len(data), row_count=len(data) // 4)
