@@ -107,8 +107,8 @@ class TableStore:
         ``dict`` that prints as a table of the options that differ from their defaults.
 
         Example:
-            >>> t.options["merge-engine"], t.options["bucket"]
-            ('deduplicate', '1')
+            >>> t.options["merge-engine"], t.options["bucket"]  # bucket -1: dynamic buckets
+            ('deduplicate', '-1')
         """
         return OptionsView(self.table_schema.options)
 
@@ -118,7 +118,7 @@ class TableStore:
 
         Example:
             >>> t.table_options.bucket, t.table_options.merge_engine.value
-            (1, 'deduplicate')
+            (-1, 'deduplicate')
         """
         return self.table_schema.table_options
 

@@ -29,11 +29,23 @@ import pyarrow as pa
 from mergetable.core.errors import CorruptMetadataError
 from mergetable.core.fileio import FileIO
 from mergetable.core.hashing import hash_keys
+from mergetable.core.paths import INDEX_FILE_PREFIX
 
 HASH_INDEX = "HASH"
 """The index type of a HASH index file (Paimon's name)."""
 MAX_DYNAMIC_BUCKETS = 2**15 - 1
 """The most buckets a partition of a dynamic-bucket table may have (Paimon keeps bucket ids as shorts)."""
+
+
+def hash_index_file_prefix(data_file_prefix: str) -> str:
+    """The name prefix of the HASH index files a writer with ``data-file.prefix`` = ``data_file_prefix`` writes:
+    ``index-`` then the data prefix, so that a writer whose data files carry a tag (a Spark job's) finds its
+    index files by the same tag.
+
+    >>> hash_index_file_prefix("data-")
+    'index-data-'
+    """
+    return f"{INDEX_FILE_PREFIX}{data_file_prefix}"
 
 
 def key_hashes(columns: Sequence[pa.Array | pa.ChunkedArray], names: Sequence[str] = ()) -> np.ndarray:
@@ -111,6 +123,7 @@ __all__ = [
     "HASH_INDEX",
     "MAX_DYNAMIC_BUCKETS",
     "hash_file_bytes",
+    "hash_index_file_prefix",
     "key_hashes",
     "load_hash_file",
     "read_hash_file",

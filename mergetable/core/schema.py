@@ -304,7 +304,7 @@ class TableSchema(Versioned):
         >>> options = {**schema.options, "future.option": "on"}
         >>> newer = TableSchema.model_validate({**schema.model_dump(), "options": options})
         >>> newer.unknown_options, newer.table_options.bucket
-        (('future.option',), 1)
+        (('future.option',), -1)
         """
         return unknown_option_keys(self.options)
 

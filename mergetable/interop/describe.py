@@ -126,10 +126,11 @@ class TableDescription:
     def _header(self) -> list[str]:
         version = "no snapshot yet" if self.snapshot_id is None else f"snapshot {self.snapshot_id}"
         parts = f", partitioned by {', '.join(self.partition_keys)}" if self.partition_keys else ""
+        mode = ", dynamic" if self.bucket_option == -1 and self.primary_key else ""
         return [
             f"{self.uri} ({version}): {self.files} files, {self.records:,} records, {human_bytes(self.bytes)}",
             f"{_key_text(self.primary_key)}{parts}; {len(self.buckets)} bucket(s) with files "
-            f"(bucket option {self.bucket_option})",
+            f"(bucket option {self.bucket_option}{mode})",
         ]
 
     def text(self, limit: int = 0, encoding: str | None = None, header: bool = True) -> str:

@@ -66,7 +66,7 @@ class DataViews:
         Example:
             >>> print(t.describe())  # doctest: +ELLIPSIS
             /... (snapshot 2): 2 files, 3 records, ...
-            key id; 1 bucket(s) with files (bucket option 1)
+            key id; 1 bucket(s) with files (bucket option -1, dynamic)
             bucket 0: 2 sorted runs (compaction at 5)
               L0  ████████████████████████████████ ... 2 file(s) (a run each), 3 records
         """
@@ -76,8 +76,8 @@ class DataViews:
         """Location, version, records, key, buckets and columns (from the latest snapshot; no manifest read).
 
         Example:
-            >>> repr(t).replace(t.uri, "URI")
-            "<mergetable.Table URI (version 2, 3 records) key=['id'], bucket=1, 2 columns: id int64 not null, v string>"
+            >>> repr(t).replace(t.uri, "URI").replace("2 columns: ", "")
+            "<mergetable.Table URI (version 2, 3 records) key=['id'], bucket=-1, id int64 not null, v string>"
         """
         return table_text(self.uri, self.latest_snapshot(), self.table_schema)
 

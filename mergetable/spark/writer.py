@@ -36,6 +36,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 from mergetable.commit.schemas import table_identity
 from mergetable.commit.transaction import WriteTransaction
 from mergetable.core import paths
+from mergetable.core.dynamic_buckets import hash_index_file_prefix
 from mergetable.core.errors import AlreadyCommittedError, SchemaError, TableRecreatedError
 from mergetable.core.fileio import FileIO
 from mergetable.core.option_values import MIB
@@ -105,9 +106,10 @@ class WriteJob:
         return self.user or f"spark-{self.job_id}"
 
     @property
-    def file_prefixes(self) -> tuple[str, str]:
-        """Name prefixes of the data and changelog files the job's tasks write."""
-        return tagged_prefixes(self.schema, self.job_id)
+    def file_prefixes(self) -> tuple[str, ...]:
+        """Name prefixes of the data, changelog and HASH index files the job's tasks write."""
+        data, changelog = tagged_prefixes(self.schema, self.job_id)
+        return data, changelog, hash_index_file_prefix(data)
 
     def fileio(self) -> FileIO:
         return FileIO(self.uri, self.storage)

@@ -21,9 +21,11 @@ message, which names the files it replaces; the commit checks them against concu
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -33,12 +35,13 @@ from mergetable.core.dynamic_buckets import (
     HASH_INDEX,
     MAX_DYNAMIC_BUCKETS,
     hash_file_bytes,
+    hash_index_file_prefix,
     key_hashes,
     remember_hash_file,
 )
 from mergetable.core.errors import OptionsError
 from mergetable.core.fileio import FileIO
-from mergetable.core.paths import PathFactory
+from mergetable.core.paths import PathFactory, new_file_name
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import IndexFileMeta
 
@@ -65,17 +68,26 @@ class HashIndexLoader(Protocol):
 class _PartitionIndex:
     """One partition's index as this writer sees it: the loaded one plus the hashes it placed since."""
 
-    def __init__(self, base: PartitionHashes) -> None:
+    def __init__(self, base: PartitionHashes, merged: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         self.base = base
         buckets = sorted(base.hashes)
-        parts = [base.hashes[b] for b in buckets]
-        labels = [np.full(len(base.hashes[b]), b, dtype=np.int32) for b in buckets]
-        hashes = np.concatenate(parts) if parts else np.empty(0, np.int32)
-        order = np.argsort(hashes, kind="stable")  # sorted runs: a merge
-        self.known = hashes[order]
-        self.known_bucket = (np.concatenate(labels) if labels else np.empty(0, np.int32))[order]
+        if merged is None:
+            parts = [base.hashes[b] for b in buckets]
+            labels = [np.full(len(base.hashes[b]), b, dtype=np.int32) for b in buckets]
+            hashes = np.concatenate(parts) if parts else np.empty(0, np.int32)
+            order = np.argsort(hashes, kind="stable")  # sorted runs: a merge
+            merged = hashes[order], (np.concatenate(labels) if labels else np.empty(0, np.int32))[order]
+        self.known: np.ndarray = merged[0]
+        self.known_bucket: np.ndarray = merged[1]
         self.counts: dict[int, int] = {b: len(base.hashes[b]) for b in buckets}
         self.added: dict[int, list[np.ndarray]] = {}
+        self.written: dict[int, tuple[IndexFileMeta, tuple[IndexFileMeta, ...]]] = {}
+        """Per bucket, the HASH file written for it and the files that one replaces."""
+
+    def names_after(self) -> frozenset[str]:
+        """The names of the partition's HASH files once the files written here replace theirs."""
+        replaced = {f.file_name for _, old in self.written.values() for f in old}
+        return (self.base.names - replaced) | {new.file_name for new, _ in self.written.values()}
 
     def lookup(self, hashes: np.ndarray) -> np.ndarray:
         """The bucket of each hash, -1 where it is not in the index."""
@@ -95,6 +107,23 @@ class _PartitionIndex:
         self.known_bucket = np.concatenate([self.known_bucket, buckets])[order]
         for b in np.unique(buckets).tolist():
             self.added.setdefault(b, []).append(hashes[buckets == b])
+
+
+_MERGED: OrderedDict[tuple[str, frozenset[str]], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+_MERGED_LOCK = threading.Lock()
+_MERGED_KEPT = 2
+
+
+def _merged(key: tuple[str, frozenset[str]], value: tuple[np.ndarray, np.ndarray] | None = None) -> Any:
+    """A partition's merged index (sorted hashes, their buckets) by its HASH file names: the last ones a writer of
+    this process loaded or left, so that the next write on the same files does not sort them again."""
+    with _MERGED_LOCK:
+        if value is None:
+            return _MERGED.get(key)
+        _MERGED[key] = value
+        while len(_MERGED) > _MERGED_KEPT:
+            _MERGED.popitem(last=False)
+        return value
 
 
 def place_new_hashes(
@@ -170,12 +199,15 @@ class DynamicBucketAssigner:
         self.target = opts.dynamic_bucket_target_row_num
         self.assigners = opts.dynamic_bucket_initial_buckets or 1
         self.max_buckets = opts.dynamic_bucket_max_buckets
+        self.index_prefix = hash_index_file_prefix(opts.data_file_prefix)
         self._partitions: dict[Partition, _PartitionIndex] = {}
 
     def _partition(self, partition: Partition) -> _PartitionIndex:
         index = self._partitions.get(partition)
         if index is None:
-            index = self._partitions[partition] = _PartitionIndex(self.loader(partition))
+            base = self.loader(partition)
+            key = (self.fileio.uri, base.names)
+            index = self._partitions[partition] = _PartitionIndex(base, _merged(key) if base.names else None)
         return index
 
     def assign(self, table: pa.Table, part_ids: np.ndarray, parts: Sequence[Partition]) -> np.ndarray:
@@ -215,16 +247,23 @@ class DynamicBucketAssigner:
             return (), ()
         hashes = index.known[index.known_bucket == bucket]  # sorted: the bucket's hashes before and now
         data = hash_file_bytes(hashes)
-        name = self.paths.new_index_file_name()
+        name = new_file_name(self.index_prefix)
         self.fileio.write_bytes(self.paths.index_file(name), data)
         remember_hash_file(self.fileio, name, hashes)
         meta = IndexFileMeta(index_type=HASH_INDEX, file_name=name, file_size=len(data), row_count=len(data) // 4)
-        return (meta,), tuple(index.base.files.get(bucket, ()))
+        replaced = tuple(index.base.files.get(bucket, ()))
+        index.written[bucket] = (meta, replaced)
+        return (meta,), replaced
 
     def take_bases(self) -> dict[Partition, frozenset[str]]:
         """The index files each loaded partition was assigned against; the assigner then starts afresh (it
         loads the index again when it next writes)."""
         bases = {p: index.base.names for p, index in self._partitions.items()}
+        for index in self._partitions.values():
+            if index.written and set(index.added) <= set(
+                index.written
+            ):  # what the partition's index is once this write commits without a concurrent one
+                _merged((self.fileio.uri, index.names_after()), (index.known, index.known_bucket))
         self._partitions.clear()
         return bases
 

@@ -70,4 +70,5 @@ def test_writer_processes_never_put_a_key_in_two_buckets(tmp_path: Path) -> None
     index = hash_index(t)
     for (partition, bucket), ids in keys_by_bucket(t).items():
         assert set(key_hashes([pa.array(sorted(ids), pa.int64())]).tolist()) <= set(index[(partition, bucket)].tolist())
-    assert len(index) >= 150 // 12 - 2  # concurrent writers may fill one bucket past the target together
+    # writers that fill one bucket at the same time may take it past the target together, each to it at most
+    assert len(index) > 1 and max(len(h) for h in index.values()) <= WRITERS * 12
