@@ -21,6 +21,7 @@ from mergetable.commit.store import TableStore
 from mergetable.commit.transaction import CommitArgs, WriteTransaction, open_writer
 from mergetable.commit.travel import resolve_travel
 from mergetable.compaction.job import CompactionJob, Executor, Progress
+from mergetable.compaction.spill import spill_merger
 from mergetable.core.errors import (
     AlreadyCommittedError,
     TableExistsError,
@@ -168,6 +169,7 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
         """
         tx = WriteTransaction(self.fileio, self.table_schema, self.merge_function, overwrite=overwrite, **args)
         tx.after_commit = lambda messages, snap: self.compaction_job().after_commit(messages, snap)
+        tx.merge_runs = spill_merger(self.fileio, self.table_schema, self.merge_function)
         return tx
 
     def new_writer(self) -> TableWriter:
@@ -182,7 +184,9 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations):
             >>> t.commit(w.prepare_commit()).id
             3
         """
-        return open_writer(self.fileio, self.table_schema, self.merge_function)
+        writer = open_writer(self.fileio, self.table_schema, self.merge_function)
+        writer.merge_runs = spill_merger(self.fileio, self.table_schema, self.merge_function)
+        return writer
 
     def commit(
         self,

@@ -43,7 +43,7 @@ from mergetable.merge import MergeFunction
 from mergetable.metadata.models import CommitMessage, Snapshot
 from mergetable.write.append import AppendWriter
 from mergetable.write.input import RowKindArg
-from mergetable.write.writer import TableWriter
+from mergetable.write.writer import MergeRuns, TableWriter
 
 log = logging.getLogger(__name__)
 _identifiers = itertools.count(1)
@@ -126,6 +126,8 @@ class WriteTransaction:
         self.txn = args.get("txn")
         self.precondition = args.get("precondition")
         self.after_commit = after_commit
+        self.merge_runs: MergeRuns | None = None
+        """Given to the writer (:attr:`TableWriter.merge_runs`): how it merges a bucket's spilled runs."""
         self.expires = not schema.table_options.write_only
         """Whether a commit is followed by the options' snapshot expiration (the compaction job sets it)."""
         self.state = TxState.OPEN
@@ -144,6 +146,7 @@ class WriteTransaction:
         self._require_open("write")
         if self._writer is None:
             self._writer = open_writer(self.fileio, self.schema, self.merge_function)
+            self._writer.merge_runs = self.merge_runs
             if isinstance(self.overwrite, dict):
                 self._writer.partition_check = functools.partial(
                     check_partitions, self.schema, overwrite=self.overwrite

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from mergetable.core.arguments import name_list
-from mergetable.core.buckets import BucketId, bucket_order
+from mergetable.core.buckets import BucketId, Partition, bucket_order
 from mergetable.core.errors import MergeError
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import ChangelogProducer, DeleteBehavior
@@ -31,6 +31,10 @@ from mergetable.write.input import (
 
 Discard = Callable[[Sequence[CommitMessage]], object]
 """Deletes the files of messages that will not be committed (the commit tier's ``discard_uncommitted``)."""
+MergeRuns = Callable[[Partition, int, Sequence[Sequence[DataFileMeta]], int], list[DataFileMeta]]
+"""Merges the sorted runs one writer spilled for a (partition, bucket) into one level-0 run whose records are
+numbered in key order from the given writer-local number (the compaction tier's
+:func:`mergetable.compaction.spill.merge_spilled_runs`, which reads the runs back)."""
 
 
 class TableWriter:
@@ -42,11 +46,17 @@ class TableWriter:
 
     Memory is bounded by ``write-buffer-size``: when the buffered Arrow data reaches half of it (the other
     half holds a run's sorted copy while it is written), every bucket is spilled as a sorted run of level-0
-    files; a stream is never held whole. ``prepare_commit`` flushes the rest and returns one
-    :class:`CommitMessage` per touched bucket. Nothing is visible until those messages are committed.
+    files; a stream is never held whole. ``prepare_commit`` flushes the rest and, with
+    ``write-buffer-spillable`` (default, as Paimon's batch writers) and a :attr:`merge_runs`, merges each
+    bucket's spilled runs into one, so that a commit adds one sorted run per bucket however often the buffer
+    filled (compaction then sees one run per commit, as in Paimon). It returns one :class:`CommitMessage` per
+    touched bucket. Nothing is visible until those messages are committed.
     ``discard`` deletes the files of :meth:`abort`; it comes from the commit tier
     (:func:`mergetable.commit.transaction.open_writer`).
     """
+
+    merge_runs: MergeRuns | None = None
+    """Merges a bucket's spilled runs in :meth:`prepare_commit` (None: each spill stays a run of its own)."""
 
     def __init__(
         self,
@@ -67,6 +77,7 @@ class TableWriter:
         self._buffer_bytes = 0
         self._buffer_cols: tuple[str, ...] | None = None
         self._new_files: dict[BucketId, list[DataFileMeta]] = {}
+        self._runs: dict[BucketId, list[list[DataFileMeta]]] = {}
         self._changelog_files: dict[BucketId, list[DataFileMeta]] = {}
         self.partition_check: Callable[[list[tuple[str | None, ...]]], None] | None = None
         """Called with the partitions of each input before anything is buffered or written (it may raise)."""
@@ -170,9 +181,10 @@ class TableWriter:
             self._changelog_files.setdefault(bucket_id, []).extend(files)
         if write_cols is not None:
             kv = with_write_mask(kv, self.schema, write_cols)
-        merged = _renumbered(drop_write_mask(self.merge_function.merge(kv, seq_ordered=True)), first)
+        merged = renumbered(drop_write_mask(self.merge_function.merge(kv, seq_ordered=True)), first)
         files = write_kv_files(self.fileio, self.schema, partition, bucket, merged, level=0, write_cols=write_cols)
         self._new_files.setdefault(bucket_id, []).extend(files)
+        self._runs.setdefault(bucket_id, []).append(files)
 
     def _to_kv(self, rows: pa.Table, seq: np.ndarray) -> pa.Table:
         fs = self.schema.file_schema
@@ -188,7 +200,30 @@ class TableWriter:
     def prepare_commit(self) -> list[CommitMessage]:
         """Flush and return the files written so far (one message per touched bucket); resets the writer."""
         self.flush()
+        self._merge_spilled_runs()
         return self._take_messages()
+
+    def _merge_spilled_runs(self) -> None:
+        """Replace the several runs of a bucket by one (see the class); the spilled files are deleted.
+
+        Runs of a partial write (``target_columns``) stay as they are: their records merge only at the bottom of
+        the tree. On failure the spilled files are still this writer's, for :meth:`abort` to delete.
+        """
+        runs_of = self._runs
+        self._runs = {}
+        if self.merge_runs is None or not self.options.write_buffer_spillable:
+            return
+        total = self.options.bucket
+        for bucket_id, runs in runs_of.items():
+            spilled = [f for run in runs for f in run]
+            if len(runs) < 2 or any(f.write_cols is not None for f in spilled):
+                continue
+            partition, bucket = bucket_id
+            first = min(f.min_sequence_number for f in spilled)
+            self._new_files[bucket_id] = self.merge_runs(partition, bucket, runs, first)
+            self._discard(
+                [CommitMessage(partition=partition, bucket=bucket, total_buckets=total, new_files=tuple(spilled))]
+            )
 
     def _take_messages(self) -> list[CommitMessage]:
         """The files written so far, one message per touched bucket; the writer forgets them."""
@@ -206,6 +241,7 @@ class TableWriter:
                 )
             )
         self._new_files.clear()
+        self._runs.clear()
         self._changelog_files.clear()
         return messages
 
@@ -216,13 +252,18 @@ class TableWriter:
         self._discard(self._take_messages())
 
 
-def _renumbered(run: pa.Table, first: int) -> pa.Table:
+def renumbered(run: pa.Table, first: int) -> pa.Table:
     """A pre-merged run (one record per key, sorted by key) numbered ``first, first + 1, …`` in key order.
 
     The run's records took the numbers ``first … first + n - 1`` in input order and it holds one record per
     key, so only the order against other runs matters, and every number stays inside the run's range: the
     run's records remain newer than every earlier run's and older than every later one's. Numbers in key
     order delta-encode to almost nothing (input-order numbers, a permutation, cost as much as a value column).
+    Only for records not yet committed: a committed record's number is its identity (a diff of two snapshots
+    tells an unchanged record from a rewrite of the same values by it), which compaction keeps.
+
+    >>> renumbered(pa.table({"k": [1, 2], "_SEQUENCE_NUMBER": [8, 7]}), 7).column("_SEQUENCE_NUMBER").to_pylist()
+    [7, 8]
     """
     seq = pa.array(np.arange(first, first + run.num_rows, dtype=np.int64))
     return run.set_column(run.schema.get_field_index(SEQUENCE_NUMBER), SEQUENCE_NUMBER, seq)
