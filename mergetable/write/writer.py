@@ -31,6 +31,9 @@ from mergetable.write.input import (
 
 Discard = Callable[[Sequence[CommitMessage]], object]
 """Deletes the files of messages that will not be committed (the commit tier's ``discard_uncommitted``)."""
+SPILL_MARGIN = 16
+"""The buffer spills once less than ``write-buffer-size / SPILL_MARGIN`` bytes of room are left: input is buffered
+in slices of half the room, so the room halves with each slice and the buffer never outgrows the bound."""
 MergeRuns = Callable[[Partition, int, Sequence[Sequence[DataFileMeta]], int], list[DataFileMeta]]
 """Merges the sorted runs one writer spilled for a (partition, bucket) into one level-0 run whose records are
 numbered in key order from the given writer-local number (the compaction tier's
@@ -44,13 +47,15 @@ class TableWriter:
     shifts above every earlier commit's (:mod:`mergetable.commit.sequence`). ``first_sequence`` starts
     buckets elsewhere (format version 1 writers numbered from their base snapshot's largest number).
 
-    Memory is bounded by ``write-buffer-size``: when the buffered Arrow data reaches half of it (the other
-    half holds a run's sorted copy while it is written), every bucket is spilled as a sorted run of level-0
-    files; a stream is never held whole. ``prepare_commit`` flushes the rest and, with
-    ``write-buffer-spillable`` (default, as Paimon's batch writers) and a :attr:`merge_runs`, merges each
-    bucket's spilled runs into one, so that a commit adds one sorted run per bucket however often the buffer
-    filled (compaction then sees one run per commit, as in Paimon). It returns one :class:`CommitMessage` per
-    touched bucket. Nothing is visible until those messages are committed.
+    Memory is bounded by ``write-buffer-size``: the buffered Arrow data and the sorted copy that flushing its
+    largest bucket makes stay below it (one bucket: half of it for the rows, half for their copy; four even
+    buckets: four fifths for the rows), and when little room is left (:data:`SPILL_MARGIN`) every bucket is
+    spilled as a sorted run of level-0 files, one bucket at a time; a stream is never held whole.
+    ``prepare_commit`` flushes the rest and, with ``write-buffer-spillable`` (default, as Paimon's batch
+    writers) and a :attr:`merge_runs`, merges each bucket's spilled runs into one, so that a commit adds one
+    sorted run per bucket however often the buffer filled (compaction then sees one run per commit, as in
+    Paimon). It returns one :class:`CommitMessage` per touched bucket. Nothing is visible until those
+    messages are committed.
     ``discard`` deletes the files of :meth:`abort`; it comes from the commit tier
     (:func:`mergetable.commit.transaction.open_writer`).
     """
@@ -75,6 +80,7 @@ class TableWriter:
         self._next_seq: dict[BucketId, int] = dict(first_sequence or {})
         self._buffer: dict[BucketId, list[pa.Table]] = {}
         self._buffer_bytes = 0
+        self._bucket_bytes: dict[BucketId, int] = {}
         self._buffer_cols: tuple[str, ...] | None = None
         self._new_files: dict[BucketId, list[DataFileMeta]] = {}
         self._runs: dict[BucketId, list[list[DataFileMeta]]] = {}
@@ -118,14 +124,18 @@ class TableWriter:
             self.flush()
         self._buffer_cols = cols
         table = table.append_column(VALUE_KIND, kinds)
-        budget = self._run_budget()
         row_bytes = max(1, table.nbytes // max(1, table.num_rows))
-        step = max(1, budget // row_bytes)
-        for start in range(0, table.num_rows, step):
+        start = 0
+        while start < table.num_rows:
+            # A slice may land in one bucket: it takes twice its bytes of the room (its rows and their copy).
+            step = max(1, self._room() // 2 // row_bytes)
             for partition, bucket, rows in split_by_bucket(table.slice(start, step), self.schema):
-                self._buffer.setdefault((partition, bucket), []).append(rows)
+                bucket_id = (partition, bucket)
+                self._buffer.setdefault(bucket_id, []).append(rows)
                 self._buffer_bytes += rows.nbytes
-            if self._buffer_bytes >= budget:
+                self._bucket_bytes[bucket_id] = self._bucket_bytes.get(bucket_id, 0) + rows.nbytes
+            start += step
+            if self._room() < self.options.write_buffer_size // SPILL_MARGIN:
                 self.flush()
 
     def _filter_kinds(self, table: pa.Table, kinds: pa.Array) -> tuple[pa.Table, pa.Array]:
@@ -147,10 +157,11 @@ class TableWriter:
         return table, kinds
 
     # -- flushing ---------------------------------------------------------------------------------
-    def _run_budget(self) -> int:
-        """Bytes of buffered rows that make a sorted run: half of ``write-buffer-size``, because sorting a run
-        copies it (the rows in key order) while the buffered rows are still held."""
-        return max(1, self.options.write_buffer_size // 2)
+    def _room(self) -> int:
+        """Bytes that may still be buffered: ``write-buffer-size`` less the buffered rows and the sorted copy that
+        flushing the largest bucket makes (buckets are flushed one at a time, each releasing its rows)."""
+        largest = max(self._bucket_bytes.values(), default=0)
+        return self.options.write_buffer_size - self._buffer_bytes - largest
 
     def flush(self) -> None:
         """Spill every buffered bucket as a sorted run (level-0 files), releasing each bucket's rows as it goes."""
@@ -166,6 +177,7 @@ class TableWriter:
             # pages of this one's copies are given back (a 20M-row stream peaked 70 MB higher without).
             pa.default_memory_pool().release_unused()
         self._buffer_bytes = 0
+        self._bucket_bytes.clear()
 
     def _flush_bucket(self, bucket_id: BucketId, rows: pa.Table) -> None:
         partition, bucket = bucket_id
@@ -249,6 +261,7 @@ class TableWriter:
         """Delete every file written and not yet handed out by :meth:`prepare_commit`."""
         self._buffer.clear()
         self._buffer_bytes = 0
+        self._bucket_bytes.clear()
         self._discard(self._take_messages())
 
 
