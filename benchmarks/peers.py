@@ -116,12 +116,19 @@ class MergeTable(System):
     def default_sizes(self, root: Path, batches: list[pa.Table]) -> dict[str, int]:
         """The same commits with the default options (the writer compacts: Paimon's size-amplification and
         sorted-run rules): the whole directory, which keeps the files of the snapshots retained for time
-        travel (``snapshot.num-retained.min`` = 10, one hour), and the latest snapshot's data files alone."""
+        travel (``snapshot.num-retained.min`` = 10, one hour), and the latest snapshot's data files alone; and of
+        the whole, the bytes compactions wrote (the rest: the commits' level-0 files, manifests, snapshots)."""
         t = self.mt.create_table(str(root), batches[0].schema, primary_key=["id"], options={"bucket": str(BUCKETS)})
         for b in batches:
             t.write(b)
         latest = sum(Path(t.path_factory.data_file(p, b, f.file_name)).stat().st_size for p, b, f in t.files())
-        return {"default_size_bytes": dir_size(root), "default_latest_bytes": latest}
+        written = {f.file_name: f for s in t.snapshots() for _, _, f in t.files(s.id)}
+        compacted = sum(f.file_size for f in written.values() if f.file_source.name == "COMPACT")
+        return {
+            "default_size_bytes": dir_size(root),
+            "default_latest_bytes": latest,
+            "default_compacted_bytes": compacted,
+        }
 
 
 class DeltaLake(System):

@@ -234,6 +234,13 @@ def peers(rows: int, upserts: int, goals: list[str], repeat: int = REPEAT) -> No
             ours["default_size_bytes"] / theirs,
             1.0,
         )
+        if "default_compacted_bytes" in ours:
+            whole, compacted = ours["default_size_bytes"], ours["default_compacted_bytes"]
+            print(
+                f"default options, whole directory {whole / 1e6:.0f} MB: {compacted / 1e6:.0f} MB written by "
+                f"compaction, {(whole - compacted) / 1e6:.0f} MB the commits' level-0 files and metadata",
+                flush=True,
+            )
     emit(
         f"{LOOKUPS} point lookups vs raw pyarrow filtered read of the same files",
         ours["lookups_s"] / ours["raw_lookups_same_files_s"],

@@ -22,6 +22,7 @@ from mergetable.commit.transaction import CommitArgs, WriteTransaction, open_wri
 from mergetable.commit.travel import resolve_travel
 from mergetable.compaction.job import CompactionJob, Executor, Progress
 from mergetable.compaction.rescale import Rescaling
+from mergetable.compaction.spill import spill_merger
 from mergetable.core.errors import AlreadyCommittedError, TableExistsError, TableNotFoundError
 from mergetable.core.fileio import FileIO
 from mergetable.core.filters import bind_filters
@@ -165,6 +166,7 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations, Rescaling):
         """
         tx = WriteTransaction(self.fileio, self.table_schema, self.merge_function, overwrite=overwrite, **args)
         tx.after_commit = lambda messages, snap: self.compaction_job().after_commit(messages, snap)
+        tx.merge_runs = spill_merger(self.fileio, self.table_schema, self.merge_function)
         return self._with_retracts(tx)
 
     def new_writer(self) -> TableWriter:
@@ -179,7 +181,9 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations, Rescaling):
             >>> t.commit(w.prepare_commit()).id
             3
         """
-        return open_writer(self.fileio, self.table_schema, self.merge_function)
+        writer = open_writer(self.fileio, self.table_schema, self.merge_function)
+        writer.merge_runs = spill_merger(self.fileio, self.table_schema, self.merge_function)
+        return writer
 
     def commit(
         self,

@@ -48,7 +48,7 @@ from mergetable.metadata.models import CommitMessage, Snapshot
 from mergetable.write.append import AppendWriter
 from mergetable.write.bucket_assign import DynamicBucketAssigner, PartitionHashes
 from mergetable.write.input import RowKindArg
-from mergetable.write.writer import TableWriter
+from mergetable.write.writer import MergeRuns, TableWriter
 
 log = logging.getLogger(__name__)
 _identifiers = itertools.count(1)
@@ -149,6 +149,8 @@ class WriteTransaction:
         self.after_commit = after_commit
         self.retract_records: RetractRecords | None = None
         """Set by :meth:`mergetable.Table.writing`: where an append table's ``-D`` rows are applied."""
+        self.merge_runs: MergeRuns | None = None
+        """Given to the writer (:attr:`TableWriter.merge_runs`): how it merges a bucket's spilled runs."""
         self.expires = not schema.table_options.write_only
         """Whether a commit is followed by the options' snapshot expiration (the compaction job sets it)."""
         self.state = TxState.OPEN
@@ -176,6 +178,7 @@ class WriteTransaction:
             self._writer = open_writer(
                 self.fileio, self.schema, self.merge_function, self.overwrite is not False, batch=True
             )
+            self._writer.merge_runs = self.merge_runs
             if isinstance(self.overwrite, dict):
                 self._writer.partition_check = functools.partial(
                     check_partitions, self.schema, overwrite=self.overwrite

@@ -80,7 +80,6 @@ PAIMON_UNSUPPORTED_OPTIONS: frozenset[str] = frozenset(
         "tag.default-time-retained",
         "tag.num-retained-max",
         "write-buffer-for-append",
-        "write-buffer-spillable",
     }
 )
 

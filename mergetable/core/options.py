@@ -140,6 +140,7 @@ class TableOptions(BaseModel):
     field_options: dict[str, str] = Field(default_factory=dict, alias="field-options")
     # writing
     write_buffer_size: MemorySize = Field(DEFAULT_WRITE_BUFFER_SIZE, alias="write-buffer-size")
+    write_buffer_spillable: Bool = Field(True, alias="write-buffer-spillable")
     target_file_size: MemorySize = Field(DEFAULT_TARGET_FILE_SIZE, alias="target-file-size")
     write_only: Bool = Field(False, alias="write-only")
     write_mode: Literal["auto", "append-only", "change-log"] | None = Field(None, alias="write-mode")

@@ -32,6 +32,13 @@ from mergetable.write.input import (
 
 Discard = Callable[[Sequence[CommitMessage]], object]
 """Deletes the files of messages that will not be committed (the commit tier's ``discard_uncommitted``)."""
+SPILL_MARGIN = 16
+"""The buffer spills once less than ``write-buffer-size / SPILL_MARGIN`` bytes of room are left: input is buffered
+in slices of half the room, so the room halves with each slice and the buffer never outgrows the bound."""
+MergeRuns = Callable[[Partition, int, Sequence[Sequence[DataFileMeta]], int], list[DataFileMeta]]
+"""Merges the sorted runs one writer spilled for a (partition, bucket) into one level-0 run whose records are
+numbered in key order from the given writer-local number (the compaction tier's
+:func:`mergetable.compaction.spill.merge_spilled_runs`, which reads the runs back)."""
 
 
 class TableWriter:
@@ -41,13 +48,21 @@ class TableWriter:
     shifts above every earlier commit's (:mod:`mergetable.commit.sequence`). ``first_sequence`` starts
     buckets elsewhere (format version 1 writers numbered from their base snapshot's largest number).
 
-    Memory is bounded by ``write-buffer-size``: when the buffered Arrow data reaches half of it (the other
-    half holds a run's sorted copy while it is written), every bucket is spilled as a sorted run of level-0
-    files; a stream is never held whole. ``prepare_commit`` flushes the rest and returns one
-    :class:`CommitMessage` per touched bucket. Nothing is visible until those messages are committed.
+    Memory is bounded by ``write-buffer-size``: the buffered Arrow data and the sorted copy that flushing its
+    largest bucket makes stay below it (one bucket: half of it for the rows, half for their copy; four even
+    buckets: four fifths for the rows), and when little room is left (:data:`SPILL_MARGIN`) every bucket is
+    spilled as a sorted run of level-0 files, one bucket at a time; a stream is never held whole.
+    ``prepare_commit`` flushes the rest and, with ``write-buffer-spillable`` (default, as Paimon's batch
+    writers) and a :attr:`merge_runs`, merges each bucket's spilled runs into one, so that a commit adds one
+    sorted run per bucket however often the buffer filled (compaction then sees one run per commit, as in
+    Paimon). It returns one :class:`CommitMessage` per touched bucket. Nothing is visible until those
+    messages are committed.
     ``discard`` deletes the files of :meth:`abort`; it comes from the commit tier
     (:func:`mergetable.commit.transaction.open_writer`).
     """
+
+    merge_runs: MergeRuns | None = None
+    """Merges a bucket's spilled runs in :meth:`prepare_commit` (None: each spill stays a run of its own)."""
 
     def __init__(
         self,
@@ -67,8 +82,10 @@ class TableWriter:
         self._next_seq: dict[BucketId, int] = dict(first_sequence or {})
         self._buffer: dict[BucketId, list[pa.Table]] = {}
         self._buffer_bytes = 0
+        self._bucket_bytes: dict[BucketId, int] = {}
         self._buffer_cols: tuple[str, ...] | None = None
         self._new_files: dict[BucketId, list[DataFileMeta]] = {}
+        self._runs: dict[BucketId, list[list[DataFileMeta]]] = {}
         self._changelog_files: dict[BucketId, list[DataFileMeta]] = {}
         self.assigner = assigner
         """Places the rows of a dynamic-bucket table (:mod:`mergetable.write.bucket_assign`)."""
@@ -118,15 +135,19 @@ class TableWriter:
         self._buffer_cols = cols
         table = table.append_column(VALUE_KIND, kinds)
         counts = self._count if self.bucket_counts is not None else None
-        budget = self._run_budget()
         assign = self.assigner.assign if self.assigner is not None else None
         row_bytes = max(1, table.nbytes // max(1, table.num_rows))
-        step = max(1, budget // row_bytes)
-        for start in range(0, table.num_rows, step):
+        start = 0
+        while start < table.num_rows:
+            # A slice may land in one bucket: it takes twice its bytes of the room (its rows and their copy).
+            step = max(1, self._room() // 2 // row_bytes)
             for partition, bucket, rows in split_by_bucket(table.slice(start, step), self.schema, assign, counts):
-                self._buffer.setdefault((partition, bucket), []).append(rows)
+                bucket_id = (partition, bucket)
+                self._buffer.setdefault(bucket_id, []).append(rows)
                 self._buffer_bytes += rows.nbytes
-            if self._buffer_bytes >= budget:
+                self._bucket_bytes[bucket_id] = self._bucket_bytes.get(bucket_id, 0) + rows.nbytes
+            start += step
+            if self._room() < self.options.write_buffer_size // SPILL_MARGIN:
                 self.flush()
 
     def _count(self, partition: Partition) -> int:
@@ -153,10 +174,11 @@ class TableWriter:
         return table, kinds
 
     # -- flushing ---------------------------------------------------------------------------------
-    def _run_budget(self) -> int:
-        """Bytes of buffered rows that make a sorted run: half of ``write-buffer-size``, because sorting a run
-        copies it (the rows in key order) while the buffered rows are still held."""
-        return max(1, self.options.write_buffer_size // 2)
+    def _room(self) -> int:
+        """Bytes that may still be buffered: ``write-buffer-size`` less the buffered rows and the sorted copy that
+        flushing the largest bucket makes (buckets are flushed one at a time, each releasing its rows)."""
+        largest = max(self._bucket_bytes.values(), default=0)
+        return self.options.write_buffer_size - self._buffer_bytes - largest
 
     def flush(self) -> None:
         """Spill every buffered bucket as a sorted run (level-0 files), releasing each bucket's rows as it goes."""
@@ -172,6 +194,7 @@ class TableWriter:
             # pages of this one's copies are given back (a 20M-row stream peaked 70 MB higher without).
             pa.default_memory_pool().release_unused()
         self._buffer_bytes = 0
+        self._bucket_bytes.clear()
 
     def _flush_bucket(self, bucket_id: BucketId, rows: pa.Table) -> None:
         partition, bucket = bucket_id
@@ -187,9 +210,10 @@ class TableWriter:
             self._changelog_files.setdefault(bucket_id, []).extend(files)
         if write_cols is not None:
             kv = with_write_mask(kv, self.schema, write_cols)
-        merged = _renumbered(drop_write_mask(self.merge_function.merge(kv, seq_ordered=True)), first)
+        merged = renumbered(drop_write_mask(self.merge_function.merge(kv, seq_ordered=True)), first)
         files = write_kv_files(self.fileio, self.schema, partition, bucket, merged, level=0, write_cols=write_cols)
         self._new_files.setdefault(bucket_id, []).extend(files)
+        self._runs.setdefault(bucket_id, []).append(files)
 
     def _to_kv(self, rows: pa.Table, seq: np.ndarray) -> pa.Table:
         fs = self.schema.file_schema
@@ -205,7 +229,30 @@ class TableWriter:
     def prepare_commit(self) -> list[CommitMessage]:
         """Flush and return the files written so far (one message per touched bucket); resets the writer."""
         self.flush()
+        self._merge_spilled_runs()
         return self._take_messages()
+
+    def _merge_spilled_runs(self) -> None:
+        """Replace the several runs of a bucket by one (see the class); the spilled files are deleted.
+
+        Runs of a partial write (``target_columns``) stay as they are: their records merge only at the bottom of
+        the tree. On failure the spilled files are still this writer's, for :meth:`abort` to delete.
+        """
+        runs_of = self._runs
+        self._runs = {}
+        if self.merge_runs is None or not self.options.write_buffer_spillable:
+            return
+        total = self.options.bucket
+        for bucket_id, runs in runs_of.items():
+            spilled = [f for run in runs for f in run]
+            if len(runs) < 2 or any(f.write_cols is not None for f in spilled):
+                continue
+            partition, bucket = bucket_id
+            first = min(f.min_sequence_number for f in spilled)
+            self._new_files[bucket_id] = self.merge_runs(partition, bucket, runs, first)
+            self._discard(
+                [CommitMessage(partition=partition, bucket=bucket, total_buckets=total, new_files=tuple(spilled))]
+            )
 
     def _take_messages(self) -> list[CommitMessage]:
         """The files written so far, one message per touched bucket; the writer forgets them."""
@@ -227,6 +274,7 @@ class TableWriter:
         if self.assigner is not None:
             self.index_bases.update(self.assigner.take_bases())
         self._new_files.clear()
+        self._runs.clear()
         self._changelog_files.clear()
         return messages
 
@@ -234,18 +282,24 @@ class TableWriter:
         """Delete every file written and not yet handed out by :meth:`prepare_commit`."""
         self._buffer.clear()
         self._buffer_bytes = 0
+        self._bucket_bytes.clear()
         if self.assigner is not None:
             self.assigner.take_bases()  # no HASH index file for rows that are dropped
         self._discard(self._take_messages())
 
 
-def _renumbered(run: pa.Table, first: int) -> pa.Table:
+def renumbered(run: pa.Table, first: int) -> pa.Table:
     """A pre-merged run (one record per key, sorted by key) numbered ``first, first + 1, …`` in key order.
 
     The run's records took the numbers ``first … first + n - 1`` in input order and it holds one record per
     key, so only the order against other runs matters, and every number stays inside the run's range: the
     run's records remain newer than every earlier run's and older than every later one's. Numbers in key
     order delta-encode to almost nothing (input-order numbers, a permutation, cost as much as a value column).
+    Only for records not yet committed: a committed record's number is its identity (a diff of two snapshots
+    tells an unchanged record from a rewrite of the same values by it), which compaction keeps.
+
+    >>> renumbered(pa.table({"k": [1, 2], "_SEQUENCE_NUMBER": [8, 7]}), 7).column("_SEQUENCE_NUMBER").to_pylist()
+    [7, 8]
     """
     seq = pa.array(np.arange(first, first + run.num_rows, dtype=np.int64))
     return run.set_column(run.schema.get_field_index(SEQUENCE_NUMBER), SEQUENCE_NUMBER, seq)

@@ -157,9 +157,8 @@ def test_projection_and_scan_batches(table_uri: str) -> None:
 
 
 def test_write_buffer_bounds_memory_with_several_level0_files(table_uri: str) -> None:
-    t = make(
-        table_uri, **{"bucket": "1", "write-buffer-size": "64kb", "target-file-size": "32kb", "write-only": "true"}
-    )
+    opts = {"bucket": "1", "write-buffer-size": "64kb", "target-file-size": "32kb", "write-only": "true"}
+    t = make(table_uri, **opts, **{"write-buffer-spillable": "false"})  # each spill stays a run of its own
     t.write(data(list(range(20_000))))
     files = t.files()
     assert len(files) > 3

@@ -1,6 +1,6 @@
 """Data-file encodings and spilled writes: values round-trip, runs number their records in key order,
 files of the earlier encoding stay readable, and a stream spilled in many sorted runs reads back the same
-as one in-memory write."""
+as one in-memory write, its runs merged into one per bucket (``write-buffer-spillable``) or not."""
 
 from __future__ import annotations
 
@@ -171,14 +171,58 @@ def test_a_spilled_stream_reads_back_like_one_in_memory_write(
     schema = pa.schema([("k", pa.int64()), ("v", pa.int64())])
     base = tmp_path_factory.mktemp("spill")
     tiny = {"bucket": buckets, "write-buffer-size": "64 b", "write-only": "true"}
-    spilled = mt.create_table(str(base / "s"), schema, primary_key=["k"], options=tiny)
+    # write-buffer-spillable (default): the spilled runs of a bucket are merged into one at commit
+    merged = mt.create_table(str(base / "m"), schema, primary_key=["k"], options=tiny)
+    spilled = mt.create_table(
+        str(base / "s"), schema, primary_key=["k"], options={**tiny, "write-buffer-spillable": "false"}
+    )
     whole = mt.create_table(str(base / "w"), schema, primary_key=["k"], options={"bucket": buckets})
     tables = [pa.table({"k": [r[0] for r in b], "v": [r[1] for r in b]}, schema=schema) for b in batches]
-    spilled.write(pa.RecordBatchReader.from_batches(schema, [b for tb in tables for b in tb.to_batches()]))
+    for t in (merged, spilled):
+        t.write(pa.RecordBatchReader.from_batches(schema, [b for tb in tables for b in tb.to_batches()]))
     whole.write(pa.concat_tables(tables))
     oracle = {k: v for b in batches for k, v in b}  # within one commit, a later row of a key is newer
-    for t in (spilled, whole):
+    for t in (merged, spilled, whole):
         got = t.read().to_pydict()
         assert dict(zip(got["k"], got["v"], strict=True)) == oracle
     if sum(len(b) for b in batches) > 16:  # several sorted runs were spilled
         assert len(list(spilled.files())) > len({(p, b) for p, b, _ in spilled.files()})
+    # one run (here one file) per bucket, its records numbered consecutively, and no spilled file left behind
+    for _, _, f in merged.files():
+        assert f.level == 0 and f.max_sequence_number - f.min_sequence_number == f.row_count - 1
+    assert len(list(merged.files())) == len({(p, b) for p, b, _ in merged.files()})
+    on_disk = {p.name for p in (base / "m").rglob("data-*.parquet")}
+    assert on_disk == {f.file_name for _, _, f in merged.files()}
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(1, 300), min_size=1, max_size=8), st.integers(1, 4), st.sampled_from([512, 2048, 8192]))
+def test_the_buffer_and_the_copy_of_its_largest_bucket_stay_within_write_buffer_size(
+    tmp_path_factory: pytest.TempPathFactory, sizes: list[int], buckets: int, buffer: int
+) -> None:
+    schema = pa.schema([("k", pa.int64()), ("v", pa.int64())])
+    opts = {"bucket": str(buckets), "write-buffer-size": f"{buffer} b", "write-only": "true"}
+    t = mt.create_table(str(tmp_path_factory.mktemp("room") / "t"), schema, primary_key=["k"], options=opts)
+    w = t.new_writer()
+    start = 0
+    for n in sizes:
+        w.write(pa.table({"k": np.arange(start, start + n), "v": np.arange(n)}, schema=schema))
+        start += n
+        largest = max(w._bucket_bytes.values(), default=0)
+        assert w._buffer_bytes + largest <= buffer  # what a flush of the largest bucket would hold at once
+    t.commit(w.prepare_commit())
+    assert t.read().num_rows == start
+
+
+def test_a_commit_below_the_buffer_spills_in_no_bucket(tmp_path: Path) -> None:
+    """Four buckets hold four fifths of ``write-buffer-size`` before they spill (one bucket: half)."""
+    schema = pa.schema([("k", pa.int64()), ("v", pa.int64())])
+    rows = pa.table({"k": np.arange(40_000), "v": np.arange(40_000)}, schema=schema)  # 0.68 MB with row kinds
+    opts = {"write-buffer-size": "1 mb", "write-only": "true", "write-buffer-spillable": "false"}
+    four = mt.create_table(str(tmp_path / "four"), schema, primary_key=["k"], options={**opts, "bucket": "4"})
+    one = mt.create_table(str(tmp_path / "one"), schema, primary_key=["k"], options={**opts, "bucket": "1"})
+    four.write(rows)
+    one.write(rows)
+    assert len(four.files()) == 4  # one run per bucket: no spill
+    assert len(one.files()) > 1  # the rows and their sorted copy would not fit: spilled
+    assert four.read().num_rows == one.read().num_rows == 40_000
