@@ -192,7 +192,7 @@ def write(
     """Write ``df`` to the table at ``uri`` with one Spark task per (partition, bucket) group.
 
     The rows are first repartitioned by the table's partition columns and mergetable's bucket (computed by
-    Spark's own expressions for integer, date and timestamp keys, by an Arrow UDF for others: see
+    Spark's own expressions for integer, boolean, date and timestamp keys, by an Arrow UDF for others: see
     :mod:`mergetable.spark.bucketing`), so every bucket is written by exactly one task and gets few level-0
     files (plain ``df.write`` lets every task write every bucket). Without partition columns, bucket ``b``
     goes to task ``b % num_partitions`` (:func:`~mergetable.spark.bucketing.bucket_task_key`), so the buckets

@@ -119,6 +119,10 @@ def test_spark_write_refuses_a_null_key_naming_the_column(spark: SparkSession, t
     with pytest.raises(Exception, match="column 'id'"):
         mts.write(df, str(tmp_path / "t"), primary_key="id", bucket=2)
     assert not mt.table_exists(str(tmp_path / "t"))
+    appended = str(tmp_path / "a")  # an append table's bucket key may be nullable: the writing task refuses a null
+    with pytest.raises(Exception, match="column 'id'"):
+        mts.write(df, appended, bucket=2, bucket_key="id")
+    assert not mt.table_exists(appended)
 
 
 def test_the_bucket_column_does_not_clash_with_a_data_column(spark: SparkSession, tmp_path: Path) -> None:
