@@ -238,7 +238,7 @@ def bench_writes(spark: Any, work: Path, df: Any, bucket: int) -> None:
     ratio = compare('df.write.format("mergetable")', TARGETS["write"], native, fmt)
     floor("write (an Arrow writer that drains its input)", ratio, native, drain, now=True)
     compare("mergetable.spark.write", TARGETS["write_api"], native, api)
-    # the helper = a bucket pass (an Arrow UDF) + a shuffle + df.write.format: beside Spark's own shuffle and write
+    # the helper = a bucket (Spark expressions for a BIGINT key) + a shuffle + df.write.format, beside Spark's own
     shuffled_s, api_s = best_pair(repartitioned, api)
     print(
         f"  Spark's repartition(id) + write.parquet {shuffled_s:.2f}s, mergetable.spark.write {api_s:.2f}s: "

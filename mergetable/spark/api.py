@@ -11,18 +11,16 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import pyarrow as pa
 from py4j.protocol import Py4JError  # type: ignore[import-untyped]
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.functions import arrow_udf
 
 from mergetable.core.errors import OptionsError
-from mergetable.core.hashing import bucket_of
 from mergetable.core.option_map import OptionMap
 from mergetable.core.predicates import Filters
 from mergetable.core.schema import TableSchema
 from mergetable.core.txn import make_txn
+from mergetable.spark.bucketing import bucket_task_key, with_bucket
 from mergetable.spark.changes import split_audit_log
 from mergetable.spark.dynamic import CHANNELS_OPTION, shuffle_by_channel
 from mergetable.spark.native import native_read
@@ -185,47 +183,6 @@ def _filter_json(filters: Filters) -> list[Any]:
     return [[list(p) for p in conj] for conj in filters]
 
 
-def _bucket_udf(keys: list[str], types: list[pa.DataType], buckets: int) -> Any:
-    """A pyarrow-only Arrow UDF computing mergetable's bucket of the key columns (no pandas needed)."""
-
-    def bucket(*cols: pa.Array) -> pa.Array:
-        arrays = [c.cast(t) for c, t in zip(cols, types, strict=True)]
-        return pa.array(bucket_of(arrays, buckets, keys), pa.int32())
-
-    return arrow_udf(bucket, "int")  # type: ignore[call-overload]  # the stubs omit type-hint inference
-
-
-_TASK_KEYS: dict[tuple[int, int], list[int]] = {}
-
-
-def bucket_task_key(spark: SparkSession, bucket: Column, buckets: int, tasks: int) -> Column:
-    """A column that Spark's ``repartition(tasks, ...)`` sends to task ``bucket % tasks``.
-
-    Hash partitioning takes Murmur3 of its columns modulo the task count, so bucket numbers themselves collide:
-    with 2 tasks, buckets 0 and 1 both land in task 1, and one task writes the whole table. Instead each bucket
-    is mapped to an int that Spark hashes into the wanted task, found with Spark's own ``hash`` (one small query
-    per bucket and task count in a process, so it holds for the running Spark version).
-
-    Example:
-        >>> key = bucket_task_key(spark, F.col("bucket"), 4, 2)  # doctest: +SKIP
-        >>> df.repartition(2, key)  # doctest: +SKIP
-    """
-    if (buckets, tasks) not in _TASK_KEYS:
-        wanted = min(buckets, tasks)
-        found: dict[int, int] = {}
-        candidates = 16 * wanted + 64
-        while len(found) < wanted:
-            probe = spark.range(candidates).selectExpr(
-                "CAST(id AS INT) AS v", f"pmod(hash(CAST(id AS INT)), {tasks}) AS t"
-            )
-            for row in probe.where(f"t < {wanted}").collect():
-                found.setdefault(row.t, row.v)
-            candidates *= 4
-        _TASK_KEYS[(buckets, tasks)] = [found[b % tasks] for b in range(buckets)]
-    values = F.array(*[F.lit(v) for v in _TASK_KEYS[(buckets, tasks)]])
-    return F.element_at(values, bucket + 1)
-
-
 def write(
     df: DataFrame,
     uri: str,
@@ -238,12 +195,14 @@ def write(
 ) -> None:
     """Write ``df`` to the table at ``uri`` with one Spark task per (partition, bucket) group.
 
-    The rows are first repartitioned by the table's partition columns and mergetable's bucket, so every
-    bucket is written by exactly one task and gets few level-0 files (plain ``df.write`` lets every task
-    write every bucket). Without partition columns, bucket ``b`` goes to task ``b % num_partitions``
-    (:func:`bucket_task_key`), so the buckets are spread evenly over the tasks; (partition, bucket) groups
-    are hashed to tasks. Rows of one key then all reach one task, but in no defined order across the
-    input partitions: use ``sequence.field`` where the order of updates to a key matters.
+    The rows are first repartitioned by the table's partition columns and mergetable's bucket (computed by
+    Spark's own expressions for integer, boolean, date and timestamp keys, by an Arrow UDF for others: see
+    :mod:`mergetable.spark.bucketing`), so every bucket is written by exactly one task and gets few level-0
+    files (plain ``df.write`` lets every task write every bucket). Without partition columns, bucket ``b``
+    goes to task ``b % num_partitions`` (:func:`~mergetable.spark.bucketing.bucket_task_key`), so the buckets
+    are spread evenly over the tasks; (partition, bucket) groups are hashed to tasks. Rows of one key then all
+    reach one task, but in no defined order across the input partitions: use ``sequence.field`` where the
+    order of updates to a key matters.
 
     Args:
         df: the rows to write (with a row-kind column when ``row-kind-column`` names one).
@@ -283,29 +242,39 @@ def write(
         rk = wo.row_kind_column or ("_row_kind" if "_row_kind" in df.columns else None)
         data = df.drop(rk).schema if rk else df.schema
         schema = TableSchema.create(arrow_schema_of(data), wo.primary_key, wo.partition_keys or (), wo.table_options)
-    if schema.is_append_table and schema.table_options.bucket < 1:  # no buckets: written where the rows are
-        df.write.format("mergetable").mode(mode).options(**opts).save(uri)
-        return
     if schema.is_dynamic_bucket:  # every key to one task, which places its new keys (mergetable.spark.dynamic)
         task_key = functools.partial(bucket_task_key, df.sparkSession)
         shuffled, channels = shuffle_by_channel(df, schema, num_partitions, task_key)
         opts[CHANNELS_OPTION] = str(channels)
         shuffled.write.format("mergetable").mode(mode).options(**opts).save(uri)
         return
-    keys = list(schema.bucket_keys)
-    types = [schema.arrow_type(k) for k in keys]
+    if schema.table_options.bucket < 1:  # no buckets (append), or postponed ones: written where the rows are
+        df.write.format("mergetable").mode(mode).options(**opts).save(uri)
+        return
+    name = _unused_name(BUCKET_COLUMN, df.columns)
+    bucketed = with_bucket(df, schema, name)
+    bucket = F.col(name)
     partition_cols: list[Column] = [F.col(p) for p in schema.partition_keys]
-
-    tasks = num_partitions or int(str(df.sparkSession.conf.get("spark.sql.shuffle.partitions")))
-    # dynamic buckets: the tasks place keys by the table's HASH index; each key goes to one task by its hash
-    buckets = tasks if schema.is_dynamic_bucket else schema.table_options.bucket
-    bucket = _bucket_udf(keys, types, buckets)(*[F.col(k) for k in keys])
     if partition_cols:  # (partition, bucket) groups are not known in advance: hashed to tasks
         by = [*partition_cols, bucket]
     else:
-        by = [bucket_task_key(df.sparkSession, bucket, buckets, tasks)]
-    shuffled = df.repartition(num_partitions, *by) if num_partitions else df.repartition(*by)
-    shuffled.write.format("mergetable").mode(mode).options(**opts).save(uri)
+        tasks = num_partitions or int(str(df.sparkSession.conf.get("spark.sql.shuffle.partitions")))
+        by = [bucket_task_key(df.sparkSession, bucket, schema.table_options.bucket, tasks)]
+    shuffled = bucketed.repartition(num_partitions, *by) if num_partitions else bucketed.repartition(*by)
+    shuffled.drop(name).write.format("mergetable").mode(mode).options(**opts).save(uri)
+
+
+BUCKET_COLUMN = "_mergetable_bucket"
+"""The bucket column :func:`write` adds for its shuffle (and drops before the write); a suffix is added when the
+DataFrame already has a column of that name."""
+
+
+def _unused_name(name: str, columns: Sequence[str]) -> str:
+    taken = {c.lower() for c in columns}
+    i = 0
+    while (candidate := name if i == 0 else f"{name}_{i}").lower() in taken:
+        i += 1
+    return candidate
 
 
 def foreach_batch(

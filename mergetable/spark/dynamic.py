@@ -117,7 +117,7 @@ def shuffle_by_channel(
     """``df`` repartitioned so that every (partition, channel) group is in one task, and the channel count.
 
     Without partition columns channel ``c`` goes to task ``c % tasks`` (``task_key``, as
-    :func:`mergetable.spark.api.bucket_task_key`); with them, (partition, channel) groups are hashed to tasks.
+    :func:`mergetable.spark.bucketing.bucket_task_key`); with them, (partition, channel) groups are hashed to tasks.
     """
     spark = df.sparkSession
     shuffle_tasks = int(str(spark.conf.get("spark.sql.shuffle.partitions")))

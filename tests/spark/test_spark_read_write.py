@@ -22,7 +22,7 @@ import mergetable.spark as mts
 from mergetable.core.options import MergeEngine
 from mergetable.merge.base import _REGISTRY
 from mergetable.metadata.models import CommitKind
-from mergetable.spark.api import bucket_task_key
+from mergetable.spark.bucketing import bucket_task_key
 from mergetable.spark.options import ReadOptions, pushdown_scoped_per_scan
 from mergetable.spark.types import as_nullable
 from mergetable.spark.writer import STAGING_DIR
