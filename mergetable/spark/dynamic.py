@@ -49,7 +49,7 @@ from mergetable.core.dynamic_buckets import MAX_DYNAMIC_BUCKETS, key_hashes
 from mergetable.core.errors import OptionsError, SnapshotNotFoundError
 from mergetable.core.fileio import FileIO
 from mergetable.core.option_map import OptionMap
-from mergetable.core.paths import INDEX_FILE_PREFIX, PathFactory, new_file_name
+from mergetable.core.paths import INDEX_FILE_PREFIX
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import Snapshot
 from mergetable.write.bucket_assign import DynamicBucketAssigner, HashIndexLoader, PartitionHashes, _PartitionIndex
@@ -230,19 +230,8 @@ def task_assigner(
         most = assigner.max_buckets
         assigner.assigners = channels if most == -1 else min(channels, most)  # every channel owns a bucket
     if tag:
-        assigner.paths = _TaggedIndexPaths(fileio.root, index_prefix(tag))
+        assigner.index_prefix = index_prefix(tag)
     return assigner
-
-
-class _TaggedIndexPaths(PathFactory):
-    """Paths whose new HASH index files are named ``<prefix><uuid>-<n>`` (a job's tag: swept with its files)."""
-
-    def __init__(self, root: str, prefix: str) -> None:
-        super().__init__(root)
-        self.prefix = prefix
-
-    def new_index_file_name(self) -> str:  # type: ignore[override]  # an instance's prefix, not a static one
-        return new_file_name(self.prefix)
 
 
 def index_prefix(tag: str) -> str:
