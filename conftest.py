@@ -18,6 +18,7 @@ _TABLE_EXAMPLES = (
     "mergetable.dml.api.",
     "mergetable.dml.merge.",
     "mergetable.interop.views.",
+    "mergetable.compaction.mixin.",
 )
 
 

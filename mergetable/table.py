@@ -20,7 +20,7 @@ from mergetable.commit.schemas import SchemaManager
 from mergetable.commit.store import TableStore
 from mergetable.commit.transaction import CommitArgs, WriteTransaction, open_writer
 from mergetable.commit.travel import resolve_travel
-from mergetable.compaction.job import CompactionJob, Executor, Progress
+from mergetable.compaction.mixin import Compacting
 from mergetable.compaction.rescale import Rescaling
 from mergetable.compaction.spill import spill_merger
 from mergetable.core.errors import AlreadyCommittedError, TableExistsError, TableNotFoundError
@@ -28,7 +28,7 @@ from mergetable.core.fileio import FileIO
 from mergetable.core.filters import bind_filters
 from mergetable.core.options import DEFAULT_SPLIT_SIZE
 from mergetable.core.predicates import Conjunct, Filters
-from mergetable.core.progress import bar, wanted
+from mergetable.core.progress import wanted
 from mergetable.core.read_options import ReadArgs, ReadRequest
 from mergetable.core.schema import TableSchema, check_column
 from mergetable.core.txn import Txn, make_txn
@@ -127,7 +127,7 @@ def table_exists(uri: str, storage_options: dict[str, Any] | None = None) -> boo
     return SchemaManager(FileIO(uri, storage_options)).exists()
 
 
-class Table(TableStore, ChangeData, DataViews, RowLevelOperations, Rescaling):
+class Table(TableStore, ChangeData, DataViews, RowLevelOperations, Rescaling, Compacting):
     """A table: with a primary key, rows merged per key by its merge engine; without one, an append table whose
     rows are kept in commit order. Either way committed as snapshots.
 
@@ -422,44 +422,6 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations, Rescaling):
         return count_rows(self.split_reader(self.primary_key, filter), self.plan(filter, **args))
 
     # -- maintenance ------------------------------------------------------------------------------
-    def compaction_job(self, executor: Executor | None = None, progress: Progress | None = None) -> CompactionJob:
-        """The compaction machinery :meth:`compact` and :meth:`commit` use; ``executor`` runs the buckets.
-
-        Example:
-            >>> t.compaction_job().run(full=True).commit_kind.name
-            'COMPACT'
-        """
-        return CompactionJob(self.fileio, self.table_schema, self.merge_function, executor, progress)
-
-    def compact(
-        self,
-        full: bool = False,
-        partitions: Sequence[dict[str, Any]] | None = None,
-        executor: Executor | None = None,
-        progress: bool | Progress | None = None,
-        order_by: Sequence[str] | None = None,
-        strategy: str = "order",
-    ) -> Snapshot | None:
-        """Compact now and commit one COMPACT snapshot (None when nothing needed compacting).
-
-        ``full`` compacts every bucket into the top level; otherwise each bucket gets the compaction
-        universal compaction picks for it. ``partitions``: partial specs such as ``[{"dt": "2024-01-01"}]``.
-        A concurrent conflicting commit makes the changed buckets compact again on the new snapshot;
-        :class:`CommitConflictError` when that keeps failing (the table is then unchanged). ``progress``: a bar
-        over the buckets (True/False; default: when run interactively), or hooks of one's own. ``order_by``
-        (append tables): a sort compaction, every selected bucket rewritten in the order of those columns,
-        ``strategy`` ``"order"`` (sorted) or ``"zorder"`` (Z-order of all of them), so that filtered reads skip
-        files by their statistics (Paimon's ``order_strategy``, Delta's ``OPTIMIZE ZORDER BY``).
-
-        Example:
-            >>> t.compact(full=True, progress=False).id, len(t.files())
-            (3, 1)
-        """
-        if isinstance(progress, Progress):
-            return self.compaction_job(executor, progress).compact(full, partitions, order_by, strategy)
-        with bar("compact", "bucket", wanted(progress)) as hooks:
-            return self.compaction_job(executor, hooks).compact(full, partitions, order_by, strategy)
-
     # -- notebook view (the repr and _repr_html_ come from DataViews) ----------------------------------
     def snapshots(self) -> list[Snapshot]:
         """The table's history: every kept snapshot, oldest first, but those a rollback took out of it; a
