@@ -23,6 +23,7 @@ bucket num``).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -76,13 +77,23 @@ def rescale_partition(
     """Write ``unit``'s partition into ``unit.bucket`` new buckets (see the module); one message per new bucket
     that holds rows. Nothing is left behind on failure."""
     top = schema.table_options.max_levels - 1
-    direct = len(unit.sources) == 1  # one source: each target's run is already the whole sorted bucket
+    sources = unit.sources
+    if schema.table_options.deletion_vectors_enabled:
+        # A deletion-vector bucket's files are read each on its own and may overlap (an older copy of a key is only
+        # marked): one after the other they are not in key order, so each section is a run of its own, merged below.
+        sources = tuple(
+            (dataclasses.replace(split, sections=(section,)),)
+            for splits in unit.sources
+            for split in splits
+            for section in split.sections
+        )
+    direct = len(sources) == 1  # one source: each target's run is already the whole sorted bucket
     reader = SplitReader(fileio, schema, merge_function)
     runs: dict[int, list[list[DataFileMeta]]] = {}
     written: list[CommitMessage] = []
     try:
         counters = np.zeros(unit.bucket, dtype=np.int64)
-        for splits in unit.sources:
+        for splits in sources:
             level = top if direct else 0
             writers = [RollingKvWriter(fileio, schema, unit.partition, j, level) for j in range(unit.bucket)]
             try:

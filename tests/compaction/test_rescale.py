@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import mergetable as mt
@@ -199,3 +200,20 @@ def test_many_new_buckets_and_a_small_write_buffer(tmp_path: Path) -> None:
     t.rescale(bucket=3)  # sixteen sources: runs merged per new bucket
     assert t.read().sort_by("id").equals(before) and {b for _, b, _ in t.files()} == {0, 1, 2}
     assert t.count() == 20000
+
+
+def test_a_deletion_vector_bucket_rescales_into_sorted_files(tmp_path: Path) -> None:
+    # after the first rescale, bucket 1 holds an upper file with keys 0 and 3 (0 marked) and a newer one with 0:
+    # read one after the other they are not in key order, and the second rescale must still write sorted files
+    t = mt.create_table(
+        str(tmp_path / "t"), SCHEMA, ["id", "dt"], ["dt"], options={"bucket": "1", "deletion-vectors.enabled": "true"}
+    )
+    t.write(pa.table({"id": [0, 3], "dt": ["b", "b"], "v": [1, 2]}, schema=SCHEMA))
+    t.rescale(bucket=2)
+    t.write(pa.table({"id": [0], "dt": ["b"], "v": [5]}, schema=SCHEMA))
+    t.rescale(bucket=1)
+    for _, _, f in t.files():
+        ids = pq.read_table(f"{tmp_path}/t/dt=b/bucket-0/{f.file_name}", columns=["id"]).column("id").to_pylist()
+        assert ids == sorted(ids)
+    assert t.read(filter=[("id", "=", 3), ("dt", "=", "b")]).column("v").to_pylist() == [2]
+    assert t.read(filter=[("id", "=", 0), ("dt", "=", "b")]).column("v").to_pylist() == [5]
