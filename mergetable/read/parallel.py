@@ -61,7 +61,7 @@ def merge_threads(cores: int | None = None) -> int:
     (1, 16)
     """
     n = cores if cores is not None else os.cpu_count() or 1
-    return n if n >= KEY_RANGE_MIN_CORES else 1
+    return n if in_process_key_ranges(n) else 1
 
 
 _POOL: tuple[int, ThreadPoolExecutor] | None = None

@@ -44,7 +44,7 @@ from mergetable.read.parallel import merge_threads, ordered_map, ordered_streams
 from mergetable.read.plain import plain_file
 from mergetable.read.projection import FileProjection
 from mergetable.read.scan import Split
-from mergetable.read.streamed import merged_windows
+from mergetable.read.streamed import concat_or_empty, merged_windows
 from mergetable.read.whole import merged_whole
 from mergetable.read.windows import PIECE_ROWS, windowable
 
@@ -219,7 +219,7 @@ class SplitReader:
         rows as :meth:`read_file` does (for a lookup, only some keys' rows, see :mod:`mergetable.read.lookup`)."""
         partial = any(f.write_cols is not None for r in runs for f in r)
         if len(runs) == 1 and not partial:
-            return _concat([read(f, True) for f in runs[0]], self.read_schema)
+            return concat_or_empty([read(f, True) for f in runs[0]], self.read_schema)
         # Files oldest first: the stable merge sort then breaks sequence ties by file age (read.order).
         files = oldest_first(f for r in runs for f in r)
         seq_ordered = sequence_ordered(files)
@@ -228,7 +228,7 @@ class SplitReader:
         tables = [read(f, not seq_ordered or exact_sequence) for f in files]
         if partial:
             tables = [t if WRITE_MASK in t.schema.names else with_write_mask(t, self.schema) for t in tables]
-        rows = _concat(tables, tables[0].schema if tables else self.read_schema)
+        rows = concat_or_empty(tables, tables[0].schema if tables else self.read_schema)
         if rows.num_rows == 0:
             return rows
         return drop_write_mask(self.merge_function.merge(rows, seq_ordered=seq_ordered))
@@ -383,11 +383,3 @@ class SplitReader:
     def _projected(self, rows: pa.Table) -> pa.Table:
         rows = rows.select(self.columns)
         return rows if rows.schema.equals(self.out_schema) else rows.cast(self.out_schema)
-
-
-def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
-    if not tables:
-        return schema.empty_table()
-    if len(tables) == 1:
-        return tables[0]
-    return pa.concat_tables(tables)

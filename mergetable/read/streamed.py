@@ -129,10 +129,10 @@ def merged_windows(
 
     def merged(pieces: list[Piece]) -> pa.Table:  # on a merge thread: touches only its own window
         if single:
-            kv = _concat([t for _, t in pieces], reader.read_schema)
+            kv = concat_or_empty([t for _, t in pieces], reader.read_schema)
             return reader.finish(kv) if visible else kv
         pieces.sort(key=lambda p: age[p[0].file_name])  # stable: a file's pieces stay in key order
-        rows = _concat([t for _, t in pieces], pieces[0][1].schema)
+        rows = concat_or_empty([t for _, t in pieces], pieces[0][1].schema)
         if visible:
             return reader._visible(rows, seq_ordered)
         return drop_write_mask(reader.merge_function.merge(rows, seq_ordered=seq_ordered))
@@ -145,10 +145,11 @@ def merged_windows(
                 source.close()
 
 
-def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
+def concat_or_empty(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
+    """``tables`` as one table (``schema``'s empty table when there are none; one table as it is)."""
     if not tables:
         return schema.empty_table()
     return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
 
-__all__ = ["StreamReader", "merged_windows"]
+__all__ = ["StreamReader", "concat_or_empty", "merged_windows"]
