@@ -67,7 +67,7 @@ def leave_marker(fileio: FileIO, job_id: str, marker: str) -> None:
                 raise
 
 
-_MARKER_ATTEMPTS = 5
+_MARKER_ATTEMPTS = 100
 
 
 def unknown_attempts(fileio: FileIO, job_id: str, known: Collection[str]) -> set[str]:
