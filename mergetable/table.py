@@ -39,6 +39,7 @@ from mergetable.merge import validate_merge_options
 from mergetable.metadata.models import CommitMessage, Snapshot
 from mergetable.read.change_api import ChangeData
 from mergetable.read.count import count_rows
+from mergetable.read.key_index import key_index
 from mergetable.read.reader import SplitReader
 from mergetable.read.request import diff_batches, plan_request
 from mergetable.read.scan import Sections, Split
@@ -167,6 +168,7 @@ class Table(TableStore, ChangeData, DataViews, RowLevelOperations, Rescaling, Co
         tx = WriteTransaction(self.fileio, self.table_schema, self.merge_function, overwrite=overwrite, **args)
         tx.after_commit = lambda messages, snap: self.compaction_job().after_commit(messages, snap)
         tx.merge_runs = spill_merger(self.fileio, self.table_schema, self.merge_function)
+        tx.key_index = key_index(self)
         return self._with_retracts(tx)
 
     def new_writer(self) -> TableWriter:

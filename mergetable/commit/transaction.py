@@ -35,6 +35,7 @@ import pyarrow as pa
 
 from mergetable.commit.bucket_index import LatestHashIndex, hash_files
 from mergetable.commit.committer import Committer
+from mergetable.commit.cross_partition import key_move_guard, remember_keys
 from mergetable.commit.discard import discard_uncommitted
 from mergetable.commit.maintenance import expire_after_commit
 from mergetable.commit.overwrite import check_overwrite, check_partitions, overwrite_spec
@@ -47,6 +48,7 @@ from mergetable.merge import MergeFunction
 from mergetable.metadata.models import CommitMessage, Snapshot
 from mergetable.write.append import AppendWriter
 from mergetable.write.bucket_assign import DynamicBucketAssigner, PartitionHashes
+from mergetable.write.cross_partition import KeyBootstrap, router_for
 from mergetable.write.input import RowKindArg
 from mergetable.write.writer import MergeRuns, TableWriter
 
@@ -150,6 +152,9 @@ class WriteTransaction:
         self.retract_records: RetractRecords | None = None
         """Set by :meth:`mergetable.Table.writing`: where an append table's ``-D`` rows are applied."""
         self.merge_runs: MergeRuns | None = None
+        self.key_index: KeyBootstrap | None = None
+        """Set by :meth:`mergetable.Table.writing`: the key locations a cross-partition table's rows are routed
+        against (:mod:`mergetable.write.cross_partition`)."""
         """Given to the writer (:attr:`TableWriter.merge_runs`): how it merges a bucket's spilled runs."""
         self.expires = not schema.table_options.write_only
         """Whether a commit is followed by the options' snapshot expiration (the compaction job sets it)."""
@@ -179,6 +184,7 @@ class WriteTransaction:
                 self.fileio, self.schema, self.merge_function, self.overwrite is not False, batch=True
             )
             self._writer.merge_runs = self.merge_runs
+            self._writer.router = router_for(self.schema, self.key_index, self.overwrite)
             if isinstance(self.overwrite, dict):
                 self._writer.partition_check = functools.partial(
                     check_partitions, self.schema, overwrite=self.overwrite
@@ -234,7 +240,12 @@ class WriteTransaction:
         if not messages and self.overwrite is False:
             self.state = TxState.COMMITTED
             return None
-        guard = None if self.precondition is None else functools.partial(self.precondition, messages)
+        guard: Callable[[Snapshot | None], None] | None = None
+        if self.precondition is not None:
+            guard = functools.partial(self.precondition, messages)
+        router = None if self._writer is None else self._writer.router
+        if router is not None and router.places_keys:
+            guard = key_move_guard(self.fileio, router.base_snapshot_id, guard)
         try:
             spec = overwrite_spec(self.schema, messages, self.overwrite)
             committer = Committer(self.fileio, self.schema, self.commit_user)
@@ -254,6 +265,8 @@ class WriteTransaction:
         self.state = TxState.COMMITTED
         self.committed_messages = messages
         self.snapshot = snaps[-1] if snaps else None
+        if router is not None and snaps:
+            remember_keys(self.key_index, router, snaps[0])
         if self.snapshot is not None and self.after_commit is not None:
             try:
                 self.after_commit(messages, self.snapshot)

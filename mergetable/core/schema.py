@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from mergetable.core import arguments
 from mergetable.core.append import append_defaults, check_append_options, check_key_table_options, key_table_defaults
-from mergetable.core.errors import SchemaError, UnsupportedError
+from mergetable.core.errors import OptionsError, SchemaError, UnsupportedError
 from mergetable.core.model import JsonModel, Versioned
 from mergetable.core.option_map import did_you_mean
 from mergetable.core.options import TableOptions, normalize_option_keys
@@ -230,11 +230,12 @@ class TableSchema(Versioned):
             if len(set(cols)) != len(cols):
                 raise SchemaError(f"{kind} lists a column twice: {list(cols)}")
         missing = [p for p in parts if p not in pk]
-        if pk and missing:
-            raise UnsupportedError(
-                f"primary key {list(pk)} must contain every partition key; missing {missing} "
-                "(a cross-partition upsert table, Paimon's dynamic bucket mode with keys moving between partitions, "
-                "is not supported yet)"
+        if pk and missing and opts.bucket != -1:
+            raise OptionsError(
+                "bucket",
+                f"primary key {list(pk)} lacks partition key(s) {missing}: a cross-partition upsert table (a key "
+                "moves between partitions) places each key through an index of the whole table, which only "
+                f"dynamic bucket mode (bucket = -1, the default) keeps; got bucket = {opts.bucket}",
             )
         if pk and set(pk) == set(parts):
             raise SchemaError(f"primary key {list(pk)} must not be the same as the partition keys")
@@ -347,6 +348,20 @@ class TableSchema(Versioned):
     def is_dynamic_bucket(self) -> bool:
         """A primary-key table in dynamic bucket mode (``bucket`` -1): keys are placed by its HASH index."""
         return bool(self.primary_keys) and self.table_options.bucket == -1
+
+    @property
+    def is_cross_partition(self) -> bool:
+        """A cross-partition upsert table: a primary key without every partition key (always dynamic bucket
+        mode), so a key may move between partitions (:mod:`mergetable.write.cross_partition`).
+
+        >>> s = pa.schema([("id", pa.int64()), ("dt", pa.string())])
+        >>> TableSchema.create(s, ["id"], ["dt"]).is_cross_partition
+        True
+        >>> TableSchema.create(s, ["id"], ["dt"], options={"bucket": "2"})
+        Traceback (most recent call last):
+        mergetable.core.errors.OptionsError: option 'bucket': primary key ['id'] lacks partition key(s) ['dt']: ...
+        """
+        return bool(self.primary_keys) and any(p not in self.primary_keys for p in self.partition_keys)
 
     @cached_property
     def trimmed_primary_keys(self) -> tuple[str, ...]:

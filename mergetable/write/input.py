@@ -292,7 +292,7 @@ def partition_strings(table: pa.Table, keys: Sequence[str]) -> list[pa.Array]:
     return out
 
 
-def _partition_ids(table: pa.Table, schema: TableSchema) -> tuple[np.ndarray, list[tuple[str | None, ...]]]:
+def partition_ids(table: pa.Table, schema: TableSchema) -> tuple[np.ndarray, list[tuple[str | None, ...]]]:
     """Each row's index into the list of distinct partitions (string form) of ``table``, and that list."""
     part_keys = schema.partition_keys
     if not part_keys:
@@ -312,7 +312,7 @@ def _partition_ids(table: pa.Table, schema: TableSchema) -> tuple[np.ndarray, li
 
 def partitions_of(table: pa.Table, schema: TableSchema) -> list[tuple[str | None, ...]]:
     """The distinct partitions (string form) of the rows of ``table``."""
-    return _partition_ids(table, schema)[1] if table.num_rows else []
+    return partition_ids(table, schema)[1] if table.num_rows else []
 
 
 BucketAssign = Callable[[pa.Table, np.ndarray, Sequence[tuple[str | None, ...]]], np.ndarray]
@@ -332,7 +332,7 @@ def split_by_bucket(
     n = table.num_rows
     if n == 0:
         return
-    part_ids, parts = _partition_ids(table, schema)
+    part_ids, parts = partition_ids(table, schema)
     postponed = assign is None and counts is None and schema.table_options.bucket == POSTPONE_BUCKET
     keys = schema.bucket_keys
     if assign is not None:

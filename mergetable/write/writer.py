@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from mergetable.core.arguments import name_list
 from mergetable.core.buckets import BucketId, Partition, bucket_order
-from mergetable.core.errors import MergeError
+from mergetable.core.errors import MergeError, UnsupportedError
 from mergetable.core.fileio import FileIO
 from mergetable.core.options import ChangelogProducer, DeleteBehavior
 from mergetable.core.rowkind import RowKind, is_retract
@@ -19,6 +19,7 @@ from mergetable.merge import MergeFunction
 from mergetable.merge.base import drop_write_mask, with_write_mask
 from mergetable.metadata.models import CommitMessage, DataFileMeta
 from mergetable.write.bucket_assign import DynamicBucketAssigner
+from mergetable.write.cross_partition import CrossPartitionRouter
 from mergetable.write.files import write_kv_files
 from mergetable.write.input import (
     RowKindArg,
@@ -97,6 +98,9 @@ class TableWriter:
         """A postpone table's batch write (``postpone.batch-write-fixed-bucket``): each partition's fixed bucket
         count, which rows are hashed with; None: the rows of a postpone table are postponed (bucket -2)."""
         self._totals: dict[Partition, int] = {}
+        self.router: CrossPartitionRouter | None = None
+        """Routes the rows of a cross-partition table to their key's partition first
+        (:mod:`mergetable.write.cross_partition`); such a table is not written without one."""
 
     # -- input ------------------------------------------------------------------------------------
     def write(
@@ -128,6 +132,13 @@ class TableWriter:
         table, kinds = self._filter_kinds(table, kinds)
         if table.num_rows == 0:
             return
+        if self.schema.is_cross_partition:
+            if self.router is None:
+                raise UnsupportedError(
+                    "a cross-partition upsert table is written through Table.write or Table.writing (which route "
+                    "each key to the partition it lives in), not a bare writer"
+                )
+            table, kinds = self.router.route(table, kinds)
         if self.partition_check is not None:
             self.partition_check(partitions_of(table, self.schema))
         if cols != self._buffer_cols and self._buffer:

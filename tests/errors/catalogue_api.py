@@ -61,7 +61,12 @@ CREATE = [
     Mistake(
         "partition-not-in-schema", lambda c: create(c, SCHEMA, ["id", "dt"], partition_keys=["day"]), SchemaError, "day"
     ),
-    Mistake("partition-not-in-key", lambda c: create(c, SCHEMA, ["id"], partition_keys=["dt"]), UnsupportedError, "dt"),
+    Mistake(
+        "cross-partition-fixed-bucket",
+        lambda c: create(c, SCHEMA, ["id"], partition_keys=["dt"], options={"bucket": "4"}),
+        OptionsError,
+        "bucket",
+    ),
     Mistake("partition-is-whole-key", lambda c: create(c, SCHEMA, ["dt"], partition_keys=["dt"]), SchemaError, "dt"),
     Mistake(
         "nested-key-type",
