@@ -39,7 +39,7 @@ def live_partitions(t: mt.Table) -> dict[int, set[str]]:
 
 @pytest.mark.parametrize("bucket", ["3", "-2"])
 def test_only_dynamic_bucket_mode_holds_a_cross_partition_table(tmp_path: Path, bucket: str) -> None:
-    with pytest.raises(OptionsError, match="'bucket'.*dynamic bucket mode"):
+    with pytest.raises(OptionsError, match=r"'bucket'.*dynamic bucket mode"):
         make(tmp_path, bucket=bucket)
     t = make(tmp_path)
     assert t.table_schema.is_cross_partition and t.table_schema.table_options.bucket == -1
@@ -133,7 +133,7 @@ def test_dml_moves_a_key_when_an_update_changes_its_partition(tmp_path: Path) ->
 def test_writers_that_cannot_route_are_refused(tmp_path: Path) -> None:
     t = make(tmp_path)
     t.write(data([1], ["a"], [1]))
-    with pytest.raises(UnsupportedError, match="Table.write"):
+    with pytest.raises(UnsupportedError, match=r"Table\.write"):
         t.new_writer().write(data([1], ["b"], [2]))
     with pytest.raises(UnsupportedError, match="overwrite"):
         t.write(data([1], ["b"], [2]), overwrite=True)
