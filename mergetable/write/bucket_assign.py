@@ -115,6 +115,11 @@ class _PartitionIndex:
         loaded, placed = self.known[self.known_bucket == bucket], self.new[self.new_bucket == bucket]
         return np.sort(np.concatenate([loaded, placed])) if len(placed) else loaded
 
+    @property
+    def nbytes(self) -> int:
+        """The bytes its arrays hold."""
+        return sum(a.nbytes for a in (self.known, self.known_bucket, self.new, self.new_bucket))
+
     def merged(self) -> tuple[np.ndarray, np.ndarray]:
         """The whole index, loaded and placed hashes in one sorted array (the form ``known`` takes)."""
         if not len(self.new):
@@ -293,13 +298,20 @@ class DynamicBucketAssigner:
         index.written[bucket] = (meta, replaced)
         return (meta,), replaced
 
+    @property
+    def held_bytes(self) -> int:
+        """The bytes of the partitions' indexes it holds (the write buffer counts them:
+        :class:`mergetable.write.writer.TableWriter`)."""
+        return sum(index.nbytes for index in self._partitions.values())
+
     def take_bases(self) -> dict[Partition, frozenset[str]]:
         """The index files each loaded partition was assigned against; the assigner then starts afresh (it
         loads the index again when it next writes)."""
         bases = {p: index.base.names for p, index in self._partitions.items()}
         for index in self._partitions.values():
             if index.added <= set(index.written):  # the partition's index once this write commits alone
-                _merged((self.fileio.uri, index.names_after()), index.merged())
+                index.known, index.known_bucket = _merged((self.fileio.uri, index.names_after()), index.merged())
+                index.new, index.new_bucket = index.new[:0], index.new_bucket[:0]  # one partition's copy at a time
         self._partitions.clear()
         return bases
 
