@@ -16,7 +16,7 @@ snapshot as the data, on top of whatever was committed since:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -53,13 +53,33 @@ def load_hashes(indexes: IndexManifestIO, files: Iterable[IndexFileMeta]) -> np.
     return arrays[0] if len(arrays) == 1 else np.unique(np.concatenate(arrays))
 
 
+class _LazyHashes(Mapping[int, np.ndarray]):
+    """Each bucket's hashes, read from its files when first asked for (a writer that keeps the partition's merged
+    index reads none)."""
+
+    def __init__(self, indexes: IndexManifestIO, files: Mapping[int, tuple[IndexFileMeta, ...]]) -> None:
+        self._indexes, self._files = indexes, files
+        self._loaded: dict[int, np.ndarray] = {}
+
+    def __getitem__(self, bucket: int) -> np.ndarray:
+        if bucket not in self._loaded:
+            self._loaded[bucket] = load_hashes(self._indexes, self._files[bucket])
+        return self._loaded[bucket]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._files)
+
+    def __len__(self) -> int:
+        return len(self._files)
+
+
 def partition_hashes(indexes: IndexManifestIO, snapshot: Snapshot | None, partition: Partition) -> PartitionHashes:
-    """The HASH index of ``partition`` in ``snapshot``."""
+    """The HASH index of ``partition`` in ``snapshot`` (each bucket's hashes read when first looked at)."""
     files: dict[int, tuple[IndexFileMeta, ...]] = {}
     for e in indexes.entries(snapshot):
         if e.partition == partition and e.index_file.index_type == HASH_INDEX:
             files[e.bucket] = (*files.get(e.bucket, ()), e.index_file)
-    return PartitionHashes(files, {b: load_hashes(indexes, fs) for b, fs in files.items()})
+    return PartitionHashes(files, _LazyHashes(indexes, files))
 
 
 class LatestHashIndex:

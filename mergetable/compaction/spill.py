@@ -16,8 +16,8 @@ size-amplification rule rewrote the bucket twice as often. On the benchmark tabl
 upserts of 4M rows, 4 buckets, default options), each commit spilled once and the whole table directory
 (every file kept for time travel) held 573 MB; with one run per commit, 426 MB: one full compaction at the
 fifth commit instead of two. The merge costs a rewrite of the commit's rows, which the writer's buffer
-accounting avoids where it can (a commit spills only when its rows and the copy of its largest bucket
-outgrow ``write-buffer-size``).
+accounting avoids where it can (a commit spills only when its rows and the copy of its largest bucket, with
+the HASH index a dynamic-bucket table's writer holds, outgrow ``write-buffer-size``).
 
 The writer calls it through :attr:`mergetable.write.writer.TableWriter.merge_runs` (the write tier cannot
 read data files itself); :meth:`mergetable.Table.writing` and :meth:`~mergetable.Table.new_writer` set it.

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -107,8 +107,9 @@ def load_hash_file(fileio: FileIO, path: str, name: str) -> np.ndarray:
 
 def remember_hash_file(fileio: FileIO, name: str, hashes: np.ndarray) -> np.ndarray:
     """Cache the (sorted) hashes of the HASH index file ``name`` of the table ``fileio``, as its writer knows
-    them; returns them, read-only."""
-    hashes = np.array(hashes, dtype=np.int32)
+    them; returns them, read-only (an int32 array is kept as it is, made read-only: callers hand over arrays of
+    their own)."""
+    hashes = np.asarray(hashes, dtype=np.int32)
     hashes.setflags(write=False)
     with _CACHE_LOCK:
         _CACHE[(fileio.uri, name)] = hashes
@@ -119,9 +120,21 @@ def remember_hash_file(fileio: FileIO, name: str, hashes: np.ndarray) -> np.ndar
     return hashes
 
 
+def forget_hash_files(fileio: FileIO, names: Iterable[str]) -> None:
+    """Drop the HASH index files ``names`` of the table ``fileio`` from the cache: a writer that replaced them
+    holds their hashes in its new files (a later load reads them again if they are still live).
+
+    >>> forget_hash_files(FileIO("/nowhere"), ["index-0"])
+    """
+    with _CACHE_LOCK:
+        for name in names:
+            _CACHE.pop((fileio.uri, name), None)
+
+
 __all__ = [
     "HASH_INDEX",
     "MAX_DYNAMIC_BUCKETS",
+    "forget_hash_files",
     "hash_file_bytes",
     "hash_index_file_prefix",
     "key_hashes",

@@ -171,7 +171,7 @@ class OpenBucketAssigner(DynamicBucketAssigner):
         missing = buckets < 0
         if missing.any():
             new, inverse = np.unique(hashes[missing], return_inverse=True)
-            counts = {b: len(h) for b, h in index.base.hashes.items()}
+            counts = dict(index.base_counts)
             placed = open_buckets(new, counts, self.target, self.assigners, self.max_buckets)
             index.add(new, placed)
             buckets[missing] = placed[inverse]

@@ -34,10 +34,10 @@ from mergetable.core.buckets import Partition
 from mergetable.core.dynamic_buckets import (
     HASH_INDEX,
     MAX_DYNAMIC_BUCKETS,
+    forget_hash_files,
     hash_file_bytes,
     hash_index_file_prefix,
     key_hashes,
-    remember_hash_file,
 )
 from mergetable.core.errors import OptionsError
 from mergetable.core.fileio import FileIO
@@ -66,21 +66,24 @@ class HashIndexLoader(Protocol):
 
 
 class _PartitionIndex:
-    """One partition's index as this writer sees it: the loaded one plus the hashes it placed since."""
+    """One partition's index as this writer sees it: the loaded one plus the hashes it placed since.
+
+    The loaded hashes are one sorted array (``known``, int32) with each hash's bucket (``known_bucket``, int16:
+    bucket ids are shorts), 6 bytes a key; the hashes this writer places go to a small sorted array of their
+    own (``new``, ``new_bucket``), so that a write does not copy the partition's whole index per batch."""
 
     def __init__(self, base: PartitionHashes, merged: tuple[np.ndarray, np.ndarray] | None = None) -> None:
-        self.base = base
-        buckets = sorted(base.hashes)
-        if merged is None:
-            parts = [base.hashes[b] for b in buckets]
-            labels = [np.full(len(base.hashes[b]), b, dtype=np.int32) for b in buckets]
-            hashes = np.concatenate(parts) if parts else np.empty(0, np.int32)
-            order = np.argsort(hashes, kind="stable")  # sorted runs: a merge
-            merged = hashes[order], (np.concatenate(labels) if labels else np.empty(0, np.int32))[order]
-        self.known: np.ndarray = merged[0]
-        self.known_bucket: np.ndarray = merged[1]
-        self.counts: dict[int, int] = {b: len(base.hashes[b]) for b in buckets}
-        self.added: dict[int, list[np.ndarray]] = {}
+        self.base = PartitionHashes(base.files)  # the hashes live on in ``known`` only
+        self.known, self.known_bucket = merged if merged is not None else _sorted_index(base.hashes)
+        sizes = np.bincount(self.known_bucket) if len(self.known_bucket) else np.zeros(0, np.int64)
+        self.base_counts: dict[int, int] = {b: int(sizes[b]) if b < len(sizes) else 0 for b in base.files}
+        """Each bucket's hash count in the loaded index."""
+        self.counts: dict[int, int] = dict(self.base_counts)
+        """Each bucket's hash count with the hashes placed since."""
+        self.new: np.ndarray = np.empty(0, np.int32)
+        self.new_bucket: np.ndarray = np.empty(0, np.int16)
+        self.added: set[int] = set()
+        """The buckets this writer placed new hashes in."""
         self.written: dict[int, tuple[IndexFileMeta, tuple[IndexFileMeta, ...]]] = {}
         """Per bucket, the HASH file written for it and the files that one replaces."""
 
@@ -92,37 +95,78 @@ class _PartitionIndex:
     def lookup(self, hashes: np.ndarray) -> np.ndarray:
         """The bucket of each hash, -1 where it is not in the index."""
         out = np.full(len(hashes), -1, dtype=np.int32)
-        if len(self.known):
-            idx = np.searchsorted(self.known, hashes)
-            idx[idx == len(self.known)] = 0
-            hit = self.known[idx] == hashes
-            out[hit] = self.known_bucket[idx[hit]]
+        for known, bucket in ((self.known, self.known_bucket), (self.new, self.new_bucket)):
+            if len(known):
+                idx = np.searchsorted(known, hashes)
+                idx[idx == len(known)] = 0
+                hit = known[idx] == hashes
+                out[hit] = bucket[idx[hit]]
         return out
 
     def add(self, hashes: np.ndarray, buckets: np.ndarray) -> None:
         """Record new (distinct, sorted) hashes and their buckets."""
-        merged = np.concatenate([self.known, hashes])
-        order = np.argsort(merged, kind="stable")
-        self.known = merged[order]
-        self.known_bucket = np.concatenate([self.known_bucket, buckets])[order]
-        for b in np.unique(buckets).tolist():
-            self.added.setdefault(b, []).append(hashes[buckets == b])
+        at = np.searchsorted(self.new, hashes)
+        self.new = np.insert(self.new, at, hashes)
+        self.new_bucket = np.insert(self.new_bucket, at, buckets.astype(np.int16))
+        self.added.update(np.unique(buckets).tolist())
+
+    def bucket_hashes(self, bucket: int) -> np.ndarray:
+        """The hashes of ``bucket``, loaded and placed, sorted."""
+        loaded, placed = self.known[self.known_bucket == bucket], self.new[self.new_bucket == bucket]
+        return np.sort(np.concatenate([loaded, placed])) if len(placed) else loaded
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes its arrays hold."""
+        return sum(a.nbytes for a in (self.known, self.known_bucket, self.new, self.new_bucket))
+
+    def merged(self) -> tuple[np.ndarray, np.ndarray]:
+        """The whole index, loaded and placed hashes in one sorted array (the form ``known`` takes)."""
+        if not len(self.new):
+            return self.known, self.known_bucket
+        at = np.searchsorted(self.known, self.new)
+        return np.insert(self.known, at, self.new), np.insert(self.known_bucket, at, self.new_bucket)
+
+
+def _sorted_index(hashes: Mapping[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Every bucket's hashes in one sorted int32 array, and the bucket (int16) of each.
+
+    Sorted as one int64 per hash (the hash above its bucket), which needs no index array and no gathers.
+
+    >>> h, b = _sorted_index({0: np.array([-5, 7], np.int32), 3: np.array([1], np.int32)})
+    >>> h.tolist(), b.tolist()
+    ([-5, 1, 7], [0, 3, 0])
+    """
+    if not hashes:
+        return np.empty(0, np.int32), np.empty(0, np.int16)
+    combined = np.concatenate([(h.astype(np.int64) << 16) | b for b, h in hashes.items()])
+    combined.sort()
+    return (combined >> 16).astype(np.int32), (combined & 0xFFFF).astype(np.int16)
 
 
 _MERGED: OrderedDict[tuple[str, frozenset[str]], tuple[np.ndarray, np.ndarray]] = OrderedDict()
 _MERGED_LOCK = threading.Lock()
-_MERGED_KEPT = 2
+_MERGED_MAX_HASHES = 32 * 1024 * 1024
+"""The most hashes the merged indexes kept hold together (6 bytes each: 192 MB); the most recent one is kept
+whatever its size."""
 
 
 def _merged(key: tuple[str, frozenset[str]], value: tuple[np.ndarray, np.ndarray] | None = None) -> Any:
-    """A partition's merged index (sorted hashes, their buckets) by its HASH file names: the last ones a writer of
-    this process loaded or left, so that the next write on the same files does not sort them again."""
+    """A partition's merged index (sorted hashes, their buckets) by its HASH file names: those a writer of this
+    process left, most recent first, so that the next write on the same files neither reads nor sorts them
+    (its loader reads a file's hashes only when asked: :func:`mergetable.commit.bucket_index.partition_hashes`).
+    The writer holds the index it loaded in this form only: its files' hashes are not cached besides."""
     with _MERGED_LOCK:
         if value is None:
-            return _MERGED.get(key)
+            hit = _MERGED.get(key)
+            if hit is not None:
+                _MERGED.move_to_end(key)
+            return hit
         _MERGED[key] = value
-        while len(_MERGED) > _MERGED_KEPT:
-            _MERGED.popitem(last=False)
+        total = sum(len(h) for h, _ in _MERGED.values())
+        while total > _MERGED_MAX_HASHES and len(_MERGED) > 1:
+            _, (dropped, _) = _MERGED.popitem(last=False)
+            total -= len(dropped)
         return value
 
 
@@ -205,9 +249,10 @@ class DynamicBucketAssigner:
     def _partition(self, partition: Partition) -> _PartitionIndex:
         index = self._partitions.get(partition)
         if index is None:
-            base = self.loader(partition)
+            base = self.loader(partition)  # the files; their hashes are read only if no merged index is kept
             key = (self.fileio.uri, base.names)
             index = self._partitions[partition] = _PartitionIndex(base, _merged(key) if base.names else None)
+            forget_hash_files(self.fileio, base.names)  # held once, merged, by this writer and then _MERGED
         return index
 
     def assign(self, table: pa.Table, part_ids: np.ndarray, parts: Sequence[Partition]) -> np.ndarray:
@@ -242,28 +287,31 @@ class DynamicBucketAssigner:
         """For a touched bucket: its new HASH index file (written now) and the files it replaces; ``((), ())``
         when the write added no hash to it."""
         index = self._partitions.get(partition)
-        added = index.added.get(bucket) if index is not None else None
-        if index is None or not added:
+        if index is None or bucket not in index.added:
             return (), ()
-        hashes = index.known[index.known_bucket == bucket]  # sorted: the bucket's hashes before and now
+        hashes = index.bucket_hashes(bucket)  # sorted: the bucket's hashes before and now
         data = hash_file_bytes(hashes)
         name = new_file_name(self.index_prefix)
         self.fileio.write_bytes(self.paths.index_file(name), data)
-        remember_hash_file(self.fileio, name, hashes)
-        meta = IndexFileMeta(index_type=HASH_INDEX, file_name=name, file_size=len(data), row_count=len(data) // 4)
         replaced = tuple(index.base.files.get(bucket, ()))
+        meta = IndexFileMeta(index_type=HASH_INDEX, file_name=name, file_size=len(data), row_count=len(data) // 4)
         index.written[bucket] = (meta, replaced)
         return (meta,), replaced
+
+    @property
+    def held_bytes(self) -> int:
+        """The bytes of the partitions' indexes it holds (the write buffer counts them:
+        :class:`mergetable.write.writer.TableWriter`)."""
+        return sum(index.nbytes for index in self._partitions.values())
 
     def take_bases(self) -> dict[Partition, frozenset[str]]:
         """The index files each loaded partition was assigned against; the assigner then starts afresh (it
         loads the index again when it next writes)."""
         bases = {p: index.base.names for p, index in self._partitions.items()}
         for index in self._partitions.values():
-            if index.written and set(index.added) <= set(
-                index.written
-            ):  # what the partition's index is once this write commits without a concurrent one
-                _merged((self.fileio.uri, index.names_after()), (index.known, index.known_bucket))
+            if index.added <= set(index.written):  # the partition's index once this write commits alone
+                index.known, index.known_bucket = _merged((self.fileio.uri, index.names_after()), index.merged())
+                index.new, index.new_bucket = index.new[:0], index.new_bucket[:0]  # one partition's copy at a time
         self._partitions.clear()
         return bases
 

@@ -51,8 +51,10 @@ class TableWriter:
 
     Memory is bounded by ``write-buffer-size``: the buffered Arrow data and the sorted copy that flushing its
     largest bucket makes stay below it (one bucket: half of it for the rows, half for their copy; four even
-    buckets: four fifths for the rows), and when little room is left (:data:`SPILL_MARGIN`) every bucket is
-    spilled as a sorted run of level-0 files, one bucket at a time; a stream is never held whole.
+    buckets: four fifths for the rows), with the HASH indexes of a dynamic-bucket table's :attr:`assigner`
+    (6 bytes a key of each partition written, counted up to half of it), and when little room is left
+    (:data:`SPILL_MARGIN`) every bucket is spilled as a sorted run of level-0 files, one bucket at a time; a
+    stream is never held whole.
     ``prepare_commit`` flushes the rest and, with ``write-buffer-spillable`` (default, as Paimon's batch
     writers) and a :attr:`merge_runs`, merges each bucket's spilled runs into one, so that a commit adds one
     sorted run per bucket however often the buffer filled (compaction then sees one run per commit, as in
@@ -186,10 +188,13 @@ class TableWriter:
 
     # -- flushing ---------------------------------------------------------------------------------
     def _room(self) -> int:
-        """Bytes that may still be buffered: ``write-buffer-size`` less the buffered rows and the sorted copy that
-        flushing the largest bucket makes (buckets are flushed one at a time, each releasing its rows)."""
+        """Bytes that may still be buffered: ``write-buffer-size`` less the buffered rows, the sorted copy that
+        flushing the largest bucket makes (buckets are flushed one at a time, each releasing its rows) and the
+        HASH indexes a dynamic-bucket table's assigner holds (at most half of it: the rows keep the other half)."""
+        size = self.options.write_buffer_size
         largest = max(self._bucket_bytes.values(), default=0)
-        return self.options.write_buffer_size - self._buffer_bytes - largest
+        held = min(self.assigner.held_bytes, size // 2) if self.assigner is not None else 0
+        return size - held - self._buffer_bytes - largest
 
     def flush(self) -> None:
         """Spill every buffered bucket as a sorted run (level-0 files), releasing each bucket's rows as it goes."""

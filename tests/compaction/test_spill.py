@@ -161,3 +161,35 @@ def test_a_failed_merge_leaves_no_file_behind(table_uri: str) -> None:
     w.abort()
     assert data_files_on_disk(Path(table_uri)) == set()
     assert t.latest_snapshot() is None
+
+
+def test_the_write_buffer_counts_the_hash_index_its_writer_holds(tmp_path: Path) -> None:
+    """A dynamic-bucket table's writer counts the HASH index it holds (6 bytes a key, up to half of
+    ``write-buffer-size``) against the buffer: rows that fit beside a small index spill beside a large one."""
+    import numpy as np
+
+    schema = pa.schema([("id", pa.int64()), ("v", pa.int64())])
+    options = {"write-buffer-size": "2mb", **NOT_SPILLABLE}  # no bucket option: dynamic buckets
+
+    def upsert(ids: np.ndarray) -> pa.Table:
+        return pa.table({"id": ids, "v": ids * 2}, schema=schema)
+
+    updates = [upsert(np.arange(900_000, 920_000)), upsert(np.arange(920_000, 940_000))]  # 0.34 MB each
+    tables = {}
+    for name, keys in (("small", 30_000), ("large", 1_000_000)):  # an index of 180 KB, of 6 MB
+        t = tables[name] = mt.create_table(str(tmp_path / name), schema, ["id"], options=options)
+        t.write(upsert(np.arange(keys)))
+    small, large = tables["small"], tables["large"]
+    assert len(runs_per_bucket(small)) == len(runs_per_bucket(large)) == 1
+    spilled = {}
+    for name, t in tables.items():
+        w = t.new_writer()
+        for update in updates:  # the second one is buffered knowing the index the first one loaded
+            w.write(update)
+        messages = w.prepare_commit()
+        spilled[name] = sum(len(m.new_files) for m in messages)
+        t.commit(messages)
+    assert spilled == {"small": 1, "large": 2}
+    got = large.read().sort_by("id")
+    assert got.num_rows == 1_000_000 and got.column("v").to_pylist()[899_999:900_001] == [1_799_998, 1_800_000]
+    assert small.read().num_rows == 70_000

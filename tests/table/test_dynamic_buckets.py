@@ -301,3 +301,36 @@ def test_dml_changelog_time_travel_and_system_tables_on_dynamic_buckets(tmp_path
         else:
             state.pop(r["id"], None)
     assert state == expected
+
+
+def test_a_writer_holds_the_index_once_and_the_next_write_reads_no_hash_file(tmp_path: Path) -> None:
+    """The index a write leaves is kept merged (sorted hashes, int16 buckets: 6 bytes a key), the files' hashes
+    are not cached beside it, and the next write on the same files takes it without reading them."""
+    from mergetable.commit.index_manifest import IndexManifestIO
+    from mergetable.core import dynamic_buckets
+    from mergetable.write import bucket_assign
+
+    t = small(str(tmp_path / "t"))
+    t.write(rows(range(25)))
+    t.write(rows(range(20, 40), "y"))  # 5 updates, 15 new keys
+    uri = t.fileio.uri
+    assert not [k for k in dynamic_buckets._CACHE if k[0] == uri]
+    names = frozenset(e.index_file.file_name for e in IndexManifestIO(t.fileio).entries(t.latest_snapshot()))
+    known, buckets = bucket_assign._MERGED[(uri, names)]
+    assert known.dtype == np.int32 and buckets.dtype == np.int16 and len(known) == 40
+    index = hash_index(t)
+    assert sorted(known.tolist()) == known.tolist() == sorted(np.concatenate(list(index.values())).tolist())
+    for (_, b), hashes in index.items():
+        assert known[buckets == b].tolist() == hashes.tolist()
+    files = {p: p.read_bytes() for p in (tmp_path / "t" / "index").glob("index-*")}
+    assert len(names) == 4 and names <= {p.name for p in files}
+    for path in files:  # a file read now would be refused as corrupt (not a multiple of 4 bytes)
+        path.write_bytes(b"x")
+    try:
+        t.write(rows(range(35, 45), "z"))
+    finally:
+        for path, data in files.items():
+            path.write_bytes(data)
+    got = t.read().sort_by("id").to_pydict()
+    assert got["id"] == list(range(45)) and got["v"] == ["x"] * 20 + ["y"] * 15 + ["z"] * 10
+    assert sum(len(h) for h in hash_index(t).values()) == 45
