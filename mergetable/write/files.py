@@ -25,6 +25,12 @@ ROW_GROUP_ROWS = 256 * 1024
 """Rows per Parquet row group: large enough for one dictionary page of a string column to serve many rows
 (64K-row groups made the strings of the benchmark table 40% larger), small enough for row-group statistics
 to prune point lookups and for a merge window to stay small."""
+PAGE_ROWS = 128 * 1024
+"""Rows per data page at most (a page also ends at Arrow's 1 MiB data-page size, which an 8-byte column
+reaches first). Arrow's default of 20,000 rows cut a column of random doubles into 160 KB pages, each
+compressed on its own: with ``BYTE_STREAM_SPLIT``, zstd codes the few repetitive byte planes of a page with
+tables fitted to too few bytes. On the benchmark table, pages of up to 128Ki rows made data files 3% smaller
+(the doubles 2.4%, near-unique sorted strings 9%); the page index then bounds pages of 128Ki rows or 1 MiB."""
 _PARQUET_COMPRESSION = {"none": "none", "uncompressed": "none"}
 
 
@@ -206,6 +212,7 @@ def parquet_writer(
         column_encoding=encodings,
         write_page_checksum=True,
         write_page_index=True,
+        max_rows_per_page=PAGE_ROWS,
     )
 
 
