@@ -13,7 +13,8 @@ again above the commit that won):
 * the snapshot records where the next commit starts.
 
 Every commit's records therefore number above every earlier commit's, whatever snapshot their writer
-started from; within a commit, records keep their input order. Readers, compaction and changelog producers
+started from; within a commit, a key's records keep their input order (a writer's run holds one record per key
+and stores one number per file, :func:`mergetable.write.files.numbered`). Readers, compaction and changelog producers
 read ``_SEQUENCE_NUMBER + sequenceOffset``; compaction writes the effective numbers (offset 0).
 
 With ``sequence.snapshot-ordering`` (Paimon's option) the numbers of a data commit's files are instead the

@@ -6,9 +6,9 @@ data into one sorted run when they flush at commit, so that each commit adds one
 does the same with the runs it spilled: :func:`merge_spilled_runs` merges them with the table's merge engine
 (the merged read of :class:`~mergetable.read.reader.SplitReader`, window by window, so memory stays bounded
 by the read window, not by the runs) and writes one level-0 run. Its records are not committed yet, so they
-are numbered again in key order inside the writer's block of numbers (as each spilled run was,
-:func:`~mergetable.write.writer.renumbered`): the merged run stays newer than every earlier commit and older
-than every later one, and its ``_SEQUENCE_NUMBER`` column delta-encodes to almost nothing.
+are numbered again inside the writer's block of numbers, each file's records with one number (as each spilled
+run was, :func:`~mergetable.write.files.numbered`): the merged run stays newer than every earlier commit and
+older than every later one, and its ``_SEQUENCE_NUMBER`` column costs nothing to store.
 
 Why it matters: compaction counts sorted runs. A commit that spilled once added two runs per bucket, so the
 run-count trigger (``num-sorted-run.compaction-trigger``) fired after half as many commits and the
@@ -36,7 +36,7 @@ from mergetable.metadata.models import DataFileMeta, FileSource
 from mergetable.read.reader import SplitReader
 from mergetable.read.scan import Split
 from mergetable.write.rolling import RollingKvWriter
-from mergetable.write.writer import MergeRuns, renumbered
+from mergetable.write.writer import MergeRuns
 
 
 def merge_spilled_runs(
@@ -49,7 +49,8 @@ def merge_spilled_runs(
     first: int,
 ) -> list[DataFileMeta]:
     """Merge ``runs`` (uncommitted level-0 runs of one bucket, each a list of files in key order) into one
-    level-0 run rolled at ``target-file-size``, its records numbered ``first, first + 1, …`` in key order.
+    level-0 run rolled at ``target-file-size``, each file's records stored with one number: ``first`` plus the
+    offset of the file's first row in the run.
 
     Retracts are kept (older commits may hold the keys they retract). The input files are left for the caller
     to delete; a failure deletes what this call wrote.
@@ -62,16 +63,14 @@ def merge_spilled_runs(
         >>> w.write(pa.table({"id": [3, 2], "v": ["C", "b"]})); w.flush()
         >>> files = w.prepare_commit()[0].new_files  # two spilled runs, merged into one
         >>> [(f.row_count, f.min_sequence_number, f.max_sequence_number) for f in files]
-        [(3, 0, 2)]
+        [(3, 0, 0)]
     """
     reader = SplitReader(fileio, schema, merge_function)
     split = Split(0, partition, bucket, ())
-    number = first
-    with RollingKvWriter(fileio, schema, partition, bucket, 0, FileSource.APPEND) as writer:
+    with RollingKvWriter(fileio, schema, partition, bucket, 0, FileSource.APPEND, number=first) as writer:
         for rows in reader.merged_windows(split, runs):
             if rows.num_rows:
-                writer.write(renumbered(rows, number))
-                number += rows.num_rows
+                writer.write(rows)
         return writer.close()
 
 

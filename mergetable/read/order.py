@@ -1,8 +1,9 @@
 """The one total order over the records of a bucket, shared by merge-on-read, compaction and changelog.
 
 A key's records are merged oldest → newest by (``sequence.field`` values, sequence number, file age).
-Committed sequence numbers are unique within a bucket (:mod:`mergetable.commit.sequence`), so file age
-only breaks the ties that tables of format version 1 (numbers fixed from the writer's base snapshot) and
+Committed sequence numbers of one key's records are unique within a bucket (:mod:`mergetable.commit.sequence`;
+the records of one file may share a number, and a file holds one record per key), so file age only breaks
+the ties that tables of format version 1 (numbers fixed from the writer's base snapshot) and
 ``sequence.snapshot-ordering`` (one number per commit) can hold. File age depends on file metadata alone:
 higher levels are older than lower ones, and level-0 files are ordered by (max sequence number, min
 sequence number, creation time, name).

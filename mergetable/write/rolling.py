@@ -67,6 +67,7 @@ class RollingKvWriter:
         level: int,
         file_source: FileSource = FileSource.APPEND,
         target_size: int | None = None,
+        number: int | None = None,
     ) -> None:
         self.fileio = fileio
         self.schema = schema
@@ -87,6 +88,10 @@ class RollingKvWriter:
         self._nulls = np.zeros(len(schema.file_schema), dtype=np.int64)
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
+        self.number = number
+        """Set for a writer's run (one record per key): each file's records are stored with one sequence number,
+        this plus the rows written before the file (:func:`~mergetable.write.files.numbered`)."""
+        self._written_rows = 0
 
     def write(self, rows: pa.Table) -> None:
         """Append ``rows`` (file-schema columns, ordered by key after every row written before).
@@ -119,6 +124,8 @@ class RollingKvWriter:
         self._pending_rows = rows.num_rows - whole
 
     def _write_group(self, chunk: pa.Table) -> None:
+        if self.number is not None:
+            chunk = files.numbered(chunk, self.number + self._written_rows - self._rows)
         if self._open is None:
             self.fileio.makedirs(self.directory)
             name = PathFactory.new_data_file_name(self.schema.table_options.data_file_prefix)
@@ -135,6 +142,7 @@ class RollingKvWriter:
     def _summarize(self, chunk: pa.Table) -> None:
         self._summaries.append(chunk.take(pa.array(extreme_rows(chunk))))
         self._rows += chunk.num_rows
+        self._written_rows += chunk.num_rows
         self._deletes += int(is_retract(np.asarray(chunk.column(VALUE_KIND).to_numpy())).sum())
         self._nulls += np.array([c.null_count for c in chunk.columns], dtype=np.int64)
 

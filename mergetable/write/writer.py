@@ -226,8 +226,10 @@ class TableWriter:
             self._changelog_files.setdefault(bucket_id, []).extend(files)
         if write_cols is not None:
             kv = with_write_mask(kv, self.schema, write_cols)
-        merged = renumbered(drop_write_mask(self.merge_function.merge(kv, seq_ordered=True)), first)
-        files = write_kv_files(self.fileio, self.schema, partition, bucket, merged, level=0, write_cols=write_cols)
+        merged = drop_write_mask(self.merge_function.merge(kv, seq_ordered=True))
+        files = write_kv_files(
+            self.fileio, self.schema, partition, bucket, merged, level=0, write_cols=write_cols, number=first
+        )
         self._new_files.setdefault(bucket_id, []).extend(files)
         self._runs.setdefault(bucket_id, []).append(files)
 
@@ -302,20 +304,3 @@ class TableWriter:
         if self.assigner is not None:
             self.assigner.take_bases()  # no HASH index file for rows that are dropped
         self._discard(self._take_messages())
-
-
-def renumbered(run: pa.Table, first: int) -> pa.Table:
-    """A pre-merged run (one record per key, sorted by key) numbered ``first, first + 1, …`` in key order.
-
-    The run's records took the numbers ``first … first + n - 1`` in input order and it holds one record per
-    key, so only the order against other runs matters, and every number stays inside the run's range: the
-    run's records remain newer than every earlier run's and older than every later one's. Numbers in key
-    order delta-encode to almost nothing (input-order numbers, a permutation, cost as much as a value column).
-    Only for records not yet committed: a committed record's number is its identity (a diff of two snapshots
-    tells an unchanged record from a rewrite of the same values by it), which compaction keeps.
-
-    >>> renumbered(pa.table({"k": [1, 2], "_SEQUENCE_NUMBER": [8, 7]}), 7).column("_SEQUENCE_NUMBER").to_pylist()
-    [7, 8]
-    """
-    seq = pa.array(np.arange(first, first + run.num_rows, dtype=np.int64))
-    return run.set_column(run.schema.get_field_index(SEQUENCE_NUMBER), SEQUENCE_NUMBER, seq)

@@ -94,9 +94,9 @@ def test_a_consumer_that_stops_early_leaves_no_merge_running(tmp_path: Path, mon
 def test_sections_of_one_run_read_side_by_side_equal_one_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: dict[str, str]
 ) -> None:
-    monkeypatch.setattr(files, "ROW_GROUP_ROWS", 4096)  # files roll at 64 KB
+    monkeypatch.setattr(files, "ROW_GROUP_ROWS", 4096)  # files roll at 8 KB
     rng = np.random.default_rng(11)
-    opts = {"bucket": "1", "target-file-size": "64kb", **options}
+    opts = {"bucket": "1", "target-file-size": "8kb", **options}
     t = mt.create_table(str(tmp_path / "t"), SCHEMA, primary_key=["id"], options=opts)
     for _ in range(4):
         ids = np.unique(rng.integers(0, 40_000, 20_000))

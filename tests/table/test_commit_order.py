@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import mergetable as mt
@@ -100,10 +101,13 @@ def test_sequence_numbers_in_manifests_are_the_committed_ones(table_uri: str) ->
     t.commit(a)
     files = {f.min_key[0]: f for _, _, f in t.files()}
     assert (files[3].min_sequence_number, files[3].max_sequence_number, files[3].sequence_offset) == (0, 0, None)
-    assert (files[1].min_sequence_number, files[1].max_sequence_number, files[1].sequence_offset) == (1, 2, 1)
+    # a writer's file stores one number for all its records (one per key): keys 1 and 2 share 1
+    assert (files[1].min_sequence_number, files[1].max_sequence_number, files[1].sequence_offset) == (1, 1, 1)
     t.compact(full=True)  # compaction writes the effective numbers
     [(_, _, top)] = t.files()
-    assert (top.min_sequence_number, top.max_sequence_number, top.sequence_offset) == (0, 2, None)
+    assert (top.min_sequence_number, top.max_sequence_number, top.sequence_offset) == (0, 1, None)
+    stored = pq.read_table(t.path_factory.data_file((), 0, top.file_name), columns=["k", "_SEQUENCE_NUMBER"])
+    assert stored.to_pydict() == {"k": [1, 2, 3], "_SEQUENCE_NUMBER": [1, 1, 0]}
 
 
 def test_next_sequence_number_never_decreases(table_uri: str) -> None:
@@ -115,10 +119,10 @@ def test_next_sequence_number_never_decreases(table_uri: str) -> None:
     after = t.latest_snapshot()
     assert before is not None and after is not None and after.id == before.id + 1
     assert t.files() == []
-    assert after.next_sequence_number == before.next_sequence_number == 4
+    assert after.next_sequence_number == before.next_sequence_number == 2  # one number per commit's file
     t.write(rows([1], "b"))
     [(_, _, f)] = t.files()
-    assert f.min_sequence_number == 4
+    assert f.min_sequence_number == 2
     assert state(t, before.id - 1) == {1: "a", 2: "a"}
     assert t.read().to_pylist() == [{"k": 1, "v": "b"}]
     # an incremental read is every APPEND commit's records unmerged (retracts and COMPACT commits left out)
@@ -139,7 +143,7 @@ def test_tables_of_format_version_1_read_the_same_and_continue(tmp_path: Path) -
     assert state(t) == expected
     t.write(rows([2, 5], "new"))  # numbered above every live number of the old table
     snap = t.latest_snapshot()
-    assert snap is not None and snap.version == 2 and snap.next_sequence_number == 9
+    assert snap is not None and snap.version == 2 and snap.next_sequence_number == 8  # 7 for both rows' file
     t.compact(full=True)
     assert state(t) == {**expected, 2: "new", 5: "new"}
     assert state(t, 4) == expected

@@ -1,4 +1,4 @@
-"""Data-file encodings and spilled writes: values round-trip, runs number their records in key order,
+"""Data-file encodings and spilled writes: values round-trip, a writer's file stores one sequence number,
 files of the earlier encoding stay readable, and a stream spilled in many sorted runs reads back the same
 as one in-memory write, its runs merged into one per bucket (``write-buffer-spillable``) or not."""
 
@@ -97,7 +97,7 @@ def test_values_round_trip_and_columns_take_their_encodings(tmp_path: Path) -> N
     assert _same(got, data)  # NaN, -0.0, infinities, nulls, empty strings and bytes
     (path,) = _files(t)
     enc = _encodings(path)
-    assert "DELTA_BINARY_PACKED" in enc[SEQUENCE_NUMBER]
+    assert "RLE_DICTIONARY" in enc[SEQUENCE_NUMBER]  # one number for the whole file
     assert "DELTA_BINARY_PACKED" in enc["id"]
     assert "BYTE_STREAM_SPLIT" in enc["f"] and "BYTE_STREAM_SPLIT" in enc["g"]
     assert "RLE_DICTIONARY" in enc["cat"] and "RLE_DICTIONARY" in enc["small"]
@@ -119,18 +119,23 @@ def test_files_carry_a_page_index_and_no_float_bounds(tmp_path: Path) -> None:
         assert col.has_column_index != floating and col.has_offset_index, col.path_in_schema
 
 
-def test_a_run_numbers_its_records_in_key_order(tmp_path: Path) -> None:
+def test_a_run_stores_one_number_per_file_inside_its_block(tmp_path: Path) -> None:
     t = mt.create_table(str(tmp_path / "t"), SCHEMA, primary_key=["id"], options={"bucket": "2"})
     ids = np.random.default_rng(1).permutation(3000).astype(np.int64)
     t.write(_rows(np.concatenate([ids, ids[:500]]), seed=2))  # 500 keys twice: the later row wins
-    for path in _files(t):
-        f = pq.read_table(path, columns=["id", SEQUENCE_NUMBER])
-        seq = np.asarray(f.column(SEQUENCE_NUMBER))
+    for p, b, meta in t.files():
+        f = pq.read_table(t.path_factory.data_file(p, b, meta.file_name), columns=["id", SEQUENCE_NUMBER])
+        seq = np.asarray(f.column(SEQUENCE_NUMBER)) + meta.stored_sequence_offset
         assert (np.diff(np.asarray(f.column("id"))) > 0).all()
-        assert (np.diff(seq) == 1).all()
+        assert (seq == meta.min_sequence_number).all() and meta.min_sequence_number == meta.max_sequence_number
     later = _rows(np.concatenate([ids, ids[:500]]), seed=2).slice(3000)
     got = t.read(filter=[("id", "in", later.column("id").to_pylist())])
     assert _same(got, later)
+    t.write(_rows(ids[:100], seed=3))  # the next commit's file numbers above the first's, in the same bucket
+    for b in (0, 1):
+        nums = sorted((f.min_sequence_number, f.max_sequence_number) for _, bb, f in t.files() if bb == b)
+        assert len(nums) == 2 and nums[0][1] < nums[1][0]
+    assert _same(t.read(filter=[("id", "in", ids[:100].tolist())]), _rows(ids[:100], seed=3))
 
 
 def _rewrite_the_earlier_way(path: str) -> None:
@@ -187,9 +192,11 @@ def test_a_spilled_stream_reads_back_like_one_in_memory_write(
         assert dict(zip(got["k"], got["v"], strict=True)) == oracle
     if sum(len(b) for b in batches) > 16:  # several sorted runs were spilled
         assert len(list(spilled.files())) > len({(p, b) for p, b, _ in spilled.files()})
-    # one run (here one file) per bucket, its records numbered consecutively, and no spilled file left behind
-    for _, _, f in merged.files():
-        assert f.level == 0 and f.max_sequence_number - f.min_sequence_number == f.row_count - 1
+    # one run (here one file) per bucket, its records all stored with one number, and no spilled file left behind
+    for p, b, f in merged.files():
+        assert f.level == 0 and f.max_sequence_number == f.min_sequence_number
+        stored = pq.read_table(merged.path_factory.data_file(p, b, f.file_name), columns=[SEQUENCE_NUMBER])
+        assert set(stored.column(0).to_pylist()) == {f.min_sequence_number - f.stored_sequence_offset}
     assert len(list(merged.files())) == len({(p, b) for p, b, _ in merged.files()})
     on_disk = {p.name for p in (base / "m").rglob("data-*.parquet")}
     assert on_disk == {f.file_name for _, _, f in merged.files()}
