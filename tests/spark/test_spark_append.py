@@ -146,3 +146,60 @@ def test_spark_merge_table_refuses_an_append_table(spark: SparkSession, tmp_path
     with pytest.raises(mt.UnsupportedError, match="needs a primary key"):
         table.merge(spark.createDataFrame([(1, "b")], "id long, tag string"), "target.id = source.id")
     assert mt.open_table(uri).count() == 1
+
+
+def test_read_stream_keeps_each_buckets_rows_in_commit_order(spark: SparkSession, tmp_path: Path) -> None:
+    uri = str(tmp_path / "events")
+    t = mt.create_table(uri, SCHEMA, options={"bucket": "2", "bucket-key": "id", "write-only": "true"})
+    commits = [[9, 4, 7, 1, 3], [8, 2, 6, 5, 0], [14, 11, 13, 10, 12], [19, 16, 18, 15, 17]]
+    got: list[int] = []
+
+    def collect(df: DataFrame, batch_id: int) -> None:
+        got.extend(r.id for r in df.collect())
+
+    def run() -> None:
+        query = (
+            spark.readStream.format("mergetable")
+            .load(uri)
+            .writeStream.foreachBatch(collect)
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination(120)
+        assert query.exception() is None
+
+    for ids in commits[:2]:
+        t.write(pa.table({"id": ids, "tag": ["x"] * len(ids)}, schema=SCHEMA))
+    run()  # the snapshot at the start, read whole
+    for ids in commits[2:]:
+        t.write(pa.table({"id": ids, "tag": ["y"] * len(ids)}, schema=SCHEMA))
+    run()  # then the appends since, commit by commit
+    bucket_of = {i: next(s.bucket for s in t.plan(filter=[("id", "=", i)])) for ids in commits for i in ids}
+    assert set(bucket_of.values()) == {0, 1}
+    assert sorted(got) == sorted(i for ids in commits for i in ids)  # every row once
+    for b in (0, 1):
+        assert [i for i in got if bucket_of[i] == b] == [i for ids in commits for i in ids if bucket_of[i] == b]
+
+
+def test_the_spark_job_z_orders_an_append_table(spark: SparkSession, tmp_path: Path) -> None:
+    import numpy as np
+
+    uri = str(tmp_path / "xy")
+    rng = np.random.default_rng(7)
+    data = pa.table({"x": rng.integers(0, 1000, 40_000), "y": rng.integers(0, 1000, 40_000)})
+    t = mt.create_table(uri, data.schema, options={"target-file-size": "32 kb", "write-only": "true"})
+    for i in range(4):
+        t.write(data.slice(i * 10_000, 10_000))
+    box = [[("x", ">=", 100), ("x", "<", 200), ("y", ">=", 300), ("y", "<", 400)]]
+
+    def files_read(table: mt.Table) -> int:
+        return len({f.file_name for s in table.plan(filter=box) for f in s.files})
+
+    before, expected = files_read(t), sorted(t.read(filter=box).to_pylist(), key=lambda r: (r["x"], r["y"]))
+    snap = compact(spark, uri, order_by=["x", "y"], strategy="zorder")
+    assert snap is not None and snap.commit_kind.name == "COMPACT"
+    t = mt.open_table(uri)
+    assert files_read(t) * 2 <= before, (before, files_read(t))
+    assert sorted(t.read(filter=box).to_pylist(), key=lambda r: (r["x"], r["y"])) == expected
+    assert t.count() == data.num_rows
