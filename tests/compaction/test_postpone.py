@@ -56,6 +56,12 @@ def test_options_and_their_defaults(tmp_path: Path) -> None:
             _table(str(tmp_path / "bad"), **bad)
     with pytest.raises(OptionsError, match=r"postpone\.default-bucket-num"):
         _table(str(tmp_path / "bad2"), **{"postpone.default-bucket-num": "0"})
+    for bad_target in ("0", "-1"):  # Paimon's rule: greater than 0
+        with pytest.raises(OptionsError, match=r"postpone\.target-row-num-per-bucket") as info:
+            _table(str(tmp_path / "bad4"), **{"postpone.target-row-num-per-bucket": bad_target})
+        assert info.value.option == "postpone.target-row-num-per-bucket"
+        with pytest.raises(OptionsError, match=r"postpone\.target-row-num-per-bucket"):
+            t.alter.set_options({"postpone.target-row-num-per-bucket": bad_target})
     with pytest.raises(OptionsError, match="bucket"):
         _table(str(tmp_path / "bad3"), bucket="-3")
 
