@@ -451,6 +451,19 @@ def test_the_cli_counts_compacts_and_describes_an_append_table(uri: str, capsys:
     for command in (["history", uri], ["describe", uri], ["schema", uri]):
         assert main(command) == 0, command
     assert "id" in capsys.readouterr().out
+    assert main(["tags", uri, "--create", "v1"]) == 0
+    assert main(["delete", uri, "--filter", "id=1"]) == 0
+    assert mt.open_table(uri).read().column("id").to_pylist() == [0, 0, 2, 2]
+    capsys.readouterr()
+    assert main(["--json", "read", uri, "--filter", "id>=2", "--columns", "id"]) == 0
+    assert capsys.readouterr().out.count('"id": 2') == 2
+    assert main(["alter", uri, "add-column", "note", "STRING"]) == 0
+    assert mt.open_table(uri).schema.names == ["id", "name", "dt", "note"]
+    assert main(["rollback", uri, "--tag", "v1"]) == 0
+    assert mt.open_table(uri).read().column("id").to_pylist() == [0, 0, 1, 1, 2, 2]
+    for command in (["changelog", uri, "0", "1"], ["files", uri], ["snapshots", uri], ["expire", uri]):
+        assert main(command) == 0, command
+    assert main(["orphans", uri, "--dry-run"]) == 0
 
 
 def test_every_file_is_raw_convertible_and_described_as_an_append_table(uri: str) -> None:
