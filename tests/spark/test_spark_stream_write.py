@@ -267,14 +267,18 @@ def test_stream_sink_stages_rows_of_a_postpone_table_until_a_compaction(spark: S
     t = mt.open_table(uri)
     assert t.read().num_rows == 0 and t.count() == 0  # a stream's rows are postponed ...
     assert {bucket for _, bucket, _ in t.files()} == {-2} and staged_rows() == 6
+    assert spark.read.format("mergetable").load(uri).count() == 0 and mts.read(spark, uri).count() == 0
     t.compact()  # ... until a compaction gives them buckets
     assert _totals(uri) == _expected(BATCHES[:2])
+    spark_rows = {r.id: r.v for r in spark.read.format("mergetable").load(uri).collect()}
+    assert spark_rows == {r.id: r.v for r in mts.read(spark, uri).collect()} == _expected(BATCHES[:2])
     assert {bucket for _, bucket, _ in t.files()} == {0, 1} and staged_rows() == 0
 
     _drop_commit_log(checkpoint, 1)  # batch 1 replayed by the restarted query: skipped
     _batch_file(source, 2, *BATCHES[2])
     run()
     assert _totals(uri) == _expected(BATCHES[:2]) and staged_rows() == 3  # only batch 2 staged
+    assert {r.id: r.v for r in mts.read(spark, uri).collect()} == _expected(BATCHES[:2])  # not the staged rows
     mt.open_table(uri).compact()
     assert _totals(uri) == _expected(BATCHES)  # each batch exactly once
     appends = [s.commit_identifier for s in mt.open_table(uri).snapshots() if s.commit_kind.value == "APPEND"]
