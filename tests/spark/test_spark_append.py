@@ -235,3 +235,24 @@ def test_spark_writes_hash_bucketed_append_rows_as_python_does(spark: SparkSessi
     again.write.format("mergetable").mode("overwrite").option("partitionOverwriteMode", "dynamic").save(uri)
     got = sorted((r["id"], r["dt"]) for r in mt.open_table(uri).read().to_pylist())
     assert got == sorted([(100, "d0"), (100, "d0"), *((i, "d1") for i in range(1, 40, 2))])
+
+
+def test_spark_writes_of_minus_d_rows_into_an_append_table_are_refused_by_column(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    uri = str(tmp_path / "events")
+    t = mt.create_table(uri, SCHEMA, options={"write-only": "true"})
+    t.write(pa.table({"id": [1, 2], "tag": ["a", "b"]}, schema=SCHEMA))
+    ddl = "id long, tag string, _row_kind string"
+    cancelled = spark.createDataFrame([(4, "d", "+I"), (4, "d", "-D"), (5, "e", "+I")], ddl).coalesce(1)
+    cancelled.write.format("mergetable").mode("append").save(uri)  # a -D of a row of the same task cancels it
+    assert sorted((r["id"], r["tag"]) for r in mt.open_table(uri).read().to_pylist()) == [(1, "a"), (2, "b"), (5, "e")]
+    removing = spark.createDataFrame([(1, "a", "-D"), (6, "f", "+I")], ddl)
+    with pytest.raises(Exception, match=r"column '_row_kind': -D rows .* append table are not written through Spark"):
+        removing.write.format("mergetable").mode("append").save(uri)
+    update = spark.createDataFrame([(2, "b", "-U"), (2, "c", "+U")], ddl)
+    with pytest.raises(Exception, match=r"-U/\+U rows need a primary key"):
+        update.write.format("mergetable").mode("append").save(uri)
+    t = mt.open_table(uri)
+    assert sorted((r["id"], r["tag"]) for r in t.read().to_pylist()) == [(1, "a"), (2, "b"), (5, "e")]
+    assert {p.name for p in Path(uri).rglob("data-*.parquet")} == {f.file_name for _, _, f in t.files()}
