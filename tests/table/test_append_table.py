@@ -9,6 +9,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -305,6 +306,22 @@ def test_min_file_num_and_full_compaction(uri: str) -> None:
     snap = t.compact(full=True, progress=False)
     assert snap is not None and len(metas(t)) == 1
     assert t.read().column("id").to_pylist() == [1, 2, 3, 4]
+
+
+def test_compaction_output_rolls_at_target_file_size(uri: str) -> None:
+    rng = np.random.default_rng(1)
+    schema = pa.schema([("id", pa.int64()), ("pad", pa.float64())])
+    t = mt.create_table(uri, schema, options={"target-file-size": "64 kb", "write-only": "true"})
+    for i in range(12):  # random payload: about 25 kb a file, whatever the compression
+        t.write(pa.table({"id": np.arange(i * 3000, (i + 1) * 3000), "pad": rng.random(3000)}, schema=schema))
+    small = metas(t)
+    assert len(small) == 12 and all(f.file_size < 0.7 * (64 << 10) for f in small)
+    total = sum(f.file_size for f in small)
+    t.compact(full=True, progress=False)
+    out = metas(t)
+    assert 2 <= len(out) < len(small) and all(f.file_source.name == "COMPACT" for f in out)
+    assert all(f.file_size <= 2 * (64 << 10) for f in out) and len(out) <= total // (32 << 10) + 1
+    assert t.read().column("id").to_pylist() == list(range(36_000))  # commit order kept across the new files
 
 
 def test_a_large_file_splits_runs_and_is_left_alone(uri: str) -> None:
