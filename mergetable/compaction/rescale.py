@@ -237,10 +237,15 @@ def check_rescale(schema: TableSchema, bucket: Any) -> None:
     """Refuse a rescale of ``schema``'s table into ``bucket`` buckets that cannot be done (naming why)."""
     if isinstance(bucket, bool) or not isinstance(bucket, int | np.integer) or bucket < 1:
         raise ArgumentError("bucket", f"the new number of buckets must be an int >= 1, got {bucket!r}")
+    how = "create a table with the bucket you want and write this table's rows into it"
     if schema.is_append_table:
-        raise UnsupportedError("rescale: 'bucket' of an append table cannot be rescaled (it has no fixed buckets)")
+        raise UnsupportedError(f"rescale: an append table's buckets are not rescaled in place: {how}")
     if schema.table_options.bucket < 1:
-        raise UnsupportedError(f"rescale: the table has bucket={schema.table_options.bucket}, not fixed buckets")
+        mode = "dynamic" if schema.table_options.bucket == -1 else "postpone"
+        raise UnsupportedError(
+            f"rescale: the table has bucket={schema.table_options.bucket} ({mode} buckets, placed by the table "
+            f"itself), not a fixed count; its mode is chosen at creation: {how}"
+        )
 
 
 def plan_rescale(

@@ -234,10 +234,11 @@ def apply_changes(
     renames: dict[str, str] = {}
     for change in changes:
         if isinstance(change, SetOption):
-            _check_option_change(options, change.key, change.value, has_snapshots and change.key not in allow)
+            held = has_snapshots and change.key not in allow
+            _check_option_change(options, change.key, change.value, held, schema.is_append_table)
             options[change.key] = change.value
         elif isinstance(change, RemoveOption):
-            _check_option_change(options, change.key, None, has_snapshots)
+            _check_option_change(options, change.key, None, has_snapshots, schema.is_append_table)
             options.pop(change.key, None)
         elif isinstance(change, UpdateComment):
             comment = change.comment
@@ -386,7 +387,9 @@ def _update_nullability(
     return out
 
 
-def _check_option_change(options: dict[str, str], key: str, value: str | None, has_snapshots: bool) -> None:
+def _check_option_change(
+    options: dict[str, str], key: str, value: str | None, has_snapshots: bool, append: bool = False
+) -> None:
     """Paimon's ``checkAlterTableOption`` / ``checkResetTableOption``, with our immutable list."""
     if value is None and not key.startswith("fields.") and key not in _known_keys():
         raise unknown_option(key, _known_keys())
@@ -396,9 +399,23 @@ def _check_option_change(options: dict[str, str], key: str, value: str | None, h
         return
     if key in IMMUTABLE_OPTIONS and options.get(key) != value:
         verb = "changed" if value is not None else "unset"
-        raise ImmutableOptionError(key, f"cannot be {verb} once the table has data: {IMMUTABLE_OPTIONS[key]}")
+        why = IMMUTABLE_OPTIONS[key]
+        if key == "bucket" and (append or not _fixed(options.get(key)) or (value is not None and not _fixed(value))):
+            why = _BUCKET_MODE
+        raise ImmutableOptionError(key, f"cannot be {verb} once the table has data: {why}")
     if key in _ONE_WAY and parse_bool(options.get(key, "false")) and not parse_bool(value or "false"):
         raise ImmutableOptionError(key, "cannot change from true to false (the records it dropped are gone)")
+
+
+_BUCKET_MODE = (
+    "the bucket mode (N > 0 fixed, -1 dynamic or an append table's unaware, -2 postpone) is chosen when the table "
+    "is created (Paimon cannot change bucket from or to -1 either): create a table with the bucket you want and "
+    "write this table's rows into it; only a key table's fixed count is rescaled in place, by t.rescale(bucket=N)"
+)
+
+
+def _fixed(bucket: str | None) -> bool:
+    return bucket is not None and bucket.lstrip("-").isdigit() and int(bucket) > 0
 
 
 def _known_keys() -> set[str]:

@@ -216,8 +216,9 @@ class TableOptions(BaseModel):
         check_name_option("partition.default-name", self.partition_default_name, leading=False)
         if self.postpone_default_bucket_num < 1:
             raise OptionsError("postpone.default-bucket-num", f"must be >= 1, got {self.postpone_default_bucket_num}")
-        if (self.postpone_target_row_num_per_bucket or 1) < 1:
-            raise OptionsError("postpone.target-row-num-per-bucket", "must be >= 1")
+        target = self.postpone_target_row_num_per_bucket
+        if target is not None and target < 1:  # 0 too: the staged rows are divided by it
+            raise OptionsError("postpone.target-row-num-per-bucket", f"must be >= 1, got {target}")
         if self.compaction_min_file_num < 1:
             raise OptionsError("compaction.min.file-num", f"must be >= 1, got {self.compaction_min_file_num}")
         if not 0.0 < self.compaction_delete_ratio_threshold <= 1.0:

@@ -3,8 +3,9 @@
 A :class:`TableScan` takes a projection, a filter in mergetable's DNF form (pruned by partition, bucket and
 key range, applied exactly to merged rows), optionally a pyarrow expression (the form duckdb and pyarrow
 scanners push; files are pruned by it through pyarrow's own guarantee simplification over each file's
-partition values and key ranges, and it is applied exactly after the merge) and a row limit, and
-streams Arrow batches. :class:`ScanStats` counts the data files it handed to the reader.
+partition values and key ranges, an append table's also over its column statistics, and it is applied
+exactly after the merge) and a row limit, and streams Arrow batches. :class:`ScanStats` counts the data
+files it handed to the reader.
 """
 
 from __future__ import annotations
@@ -172,7 +173,8 @@ def prune_by_expression(splits: list[Split], expression: pc.Expression, schema: 
     Each file becomes a pyarrow fragment whose guarantee states those facts; pyarrow's simplification
     decides which fragments may match. Only key columns and partition values are used: a key's versions
     share its key, so a key range that excludes a match excludes it for every version (value statistics
-    would not be safe, see :meth:`mergetable.read.scan.Planner.prune`).
+    would not be safe, see :meth:`mergetable.read.scan.Planner.prune`), but for an append table, whose
+    rows are records of their own, column statistics are used too.
     """
     by_total: dict[int, set[int] | None] = {}  # a partition's own bucket count (rescaled ones differ)
     for s in splits:
@@ -278,11 +280,35 @@ def _guarantee(split: Split, f: DataFileMeta, schema: TableSchema) -> pc.Express
         low, high = _scalar(lo, t), _scalar(hi, t)
         if low is not None and high is not None:
             terms.append((pc.field(name) >= low) & (pc.field(name) <= high))
+    if schema.is_append_table:
+        terms += _value_ranges(f, schema)
     if not terms:
         return pc.scalar(True)
     out = terms[0]
     for term in terms[1:]:
         out = out & term
+    return out
+
+
+def _value_ranges(f: DataFileMeta, schema: TableSchema) -> list[pc.Expression]:
+    """An append table's file: each row is a record of its own, so its column statistics bound every row
+    (a column with nulls, or an unknown null count, may also be null). Files of another schema are left
+    unbounded: their statistics name that schema's columns."""
+    if f.schema_id != schema.id or not f.value_stats_cols:
+        return []
+    arrow, stats, out = schema.arrow_schema, f.value_stats, []
+    nulls = stats.null_counts or (None,) * len(f.value_stats_cols)
+    for name, lo, hi, n in zip(f.value_stats_cols, stats.min_values, stats.max_values, nulls, strict=False):
+        if lo is None or hi is None or name not in arrow.names:
+            continue
+        t = arrow.field(name).type
+        if pa.types.is_floating(t) or pa.types.is_nested(t):
+            continue
+        low, high = _scalar(lo, t), _scalar(hi, t)
+        if low is None or high is None:
+            continue
+        term = (pc.field(name) >= low) & (pc.field(name) <= high)
+        out.append(term if n == 0 else term | pc.field(name).is_null())
     return out
 
 

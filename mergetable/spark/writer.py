@@ -37,7 +37,7 @@ from mergetable.commit.schemas import table_identity
 from mergetable.commit.transaction import WriteTransaction
 from mergetable.core import paths
 from mergetable.core.dynamic_buckets import hash_index_file_prefix
-from mergetable.core.errors import AlreadyCommittedError, SchemaError, TableRecreatedError
+from mergetable.core.errors import AlreadyCommittedError, SchemaError, TableRecreatedError, UnsupportedError
 from mergetable.core.fileio import FileIO
 from mergetable.core.option_values import MIB
 from mergetable.core.options import MergeEngine
@@ -67,6 +67,7 @@ from mergetable.spark.staging import (
 from mergetable.spark.types import arrow_schema_of, check_write_schema, spark_arrow_schema
 from mergetable.spark.write_modes import SESSION_OVERWRITE_MODE, case_renames, parse_write_mode
 from mergetable.table import Table, create_table, open_table, table_exists
+from mergetable.write.append import AppendWriter
 
 COMMIT_IDENTIFIER = 1
 STAGING_DIR = paths.STAGING_DIR
@@ -274,6 +275,12 @@ class MergeTableWriter(DataSourceArrowWriter):
                     pending, size = [], 0
             if pending:
                 self._write_chunk(tx, pending)
+            if rows and isinstance(tx.writer, AppendWriter) and tx.writer.take_retracts() is not None:
+                raise UnsupportedError(
+                    f"column {job.row_kind_column!r}: -D rows that remove stored records of an append table are not "
+                    "written through Spark (as in Paimon, whose append tables take inserts only); delete them with "
+                    "Table.delete(filter) or Table.write(rows, row_kind=...) in Python"
+                )
             messages = tx.hand_off()
         return TaskCommit(partition_id, attempt, task_attempt_id, messages, rows)
 

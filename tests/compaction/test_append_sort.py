@@ -56,3 +56,27 @@ def test_sort_compaction_arguments_are_checked(tmp_path: Path) -> None:
         keyed.compact(order_by=["name"], progress=False)
     t.compact(order_by=["id"], progress=False)
     assert t.read().column("id").to_pylist() == [1, 2]
+
+
+@pytest.mark.parametrize("strategy", ["order", "zorder"])
+def test_the_cli_sort_compacts_an_append_table(tmp_path: Path, strategy: str) -> None:
+    from mergetable.cli.main import main
+
+    data = _random_xy(40_000, 5)
+    uri = str(tmp_path / "t")
+    t = mt.create_table(uri, data.schema, options={"target-file-size": "64 kb", "write-only": "true"})
+    for i in range(4):
+        t.write(data.slice(i * 10_000, 10_000))
+    box = [[("x", ">=", 100), ("x", "<", 200), ("y", ">=", 300), ("y", "<", 400)]]
+    before = _files_read(t, box)
+    expected = sorted(t.read(filter=box).to_pylist(), key=lambda r: (r["x"], r["y"], r["pad"]))
+    assert main(["compact", uri, "--order-by", "x,y", "--strategy", strategy, "--no-progress"]) == 0
+    t = mt.open_table(uri)
+    assert t.latest_snapshot().commit_kind.name == "COMPACT"  # type: ignore[union-attr]
+    assert _files_read(t, box) * 2 <= before, (before, _files_read(t, box))
+    assert sorted(t.read(filter=box).to_pylist(), key=lambda r: (r["x"], r["y"], r["pad"])) == expected
+    assert t.count() == data.num_rows
+    if strategy == "order":
+        xs = t.read().column("x").to_pylist()
+        assert xs == sorted(xs)
+    assert main(["compact", uri, "--order-by", "nope", "--no-progress"]) != 0  # an unknown column: an error

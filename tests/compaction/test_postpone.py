@@ -56,6 +56,12 @@ def test_options_and_their_defaults(tmp_path: Path) -> None:
             _table(str(tmp_path / "bad"), **bad)
     with pytest.raises(OptionsError, match=r"postpone\.default-bucket-num"):
         _table(str(tmp_path / "bad2"), **{"postpone.default-bucket-num": "0"})
+    for bad_target in ("0", "-1"):  # Paimon's rule: greater than 0
+        with pytest.raises(OptionsError, match=r"postpone\.target-row-num-per-bucket") as info:
+            _table(str(tmp_path / "bad4"), **{"postpone.target-row-num-per-bucket": bad_target})
+        assert info.value.option == "postpone.target-row-num-per-bucket"
+        with pytest.raises(OptionsError, match=r"postpone\.target-row-num-per-bucket"):
+            t.alter.set_options({"postpone.target-row-num-per-bucket": bad_target})
     with pytest.raises(OptionsError, match="bucket"):
         _table(str(tmp_path / "bad3"), bucket="-3")
 
@@ -153,6 +159,31 @@ def test_a_concurrent_move_conflicts_and_changes_nothing(tmp_path: Path) -> None
     assert sorted(r["id"] for r in t.read().to_pylist()) == [1, 2]
     live = {f.file_name for _, _, f in t.files()}
     assert {p.name for p in (tmp_path / "t").rglob("*.parquet")} == names | live  # the loser's files are gone
+
+
+def test_dml_time_travel_and_rollback_on_a_postpone_table(tmp_path: Path) -> None:
+    t = _table(str(tmp_path / "t"), **{"write-only": "true", "postpone.default-bucket-num": "2"})
+    t.write(_rows([1, 2, 3, 4], "a", 1))  # a batch write: fixed buckets, visible
+
+    def state(**travel: Any) -> dict[int, int]:
+        return {r["id"]: r["v"] for r in t.read(**travel).to_pylist()}
+
+    assert t.delete([("id", "=", 2)]).num_deleted_rows == 1
+    assert t.update([("id", "=", 3)], new_values={"v": 30}).num_updated_rows == 1
+    src = _rows([4, 5], "a", 0).set_column(2, "v", pa.array([40, 50], pa.int64()))
+    merged = t.merge(src, on=["id", "dt"]).when_matched_update_all().when_not_matched_insert_all().execute()
+    assert (merged.num_target_rows_updated, merged.num_target_rows_inserted) == (1, 1)
+    assert state() == {1: 1, 3: 30, 4: 40, 5: 50}
+    assert {b for _, b, _ in t.files()} == {0, 1}  # DML are batch writes: nothing staged
+    before_staging = t.latest_snapshot_id()
+    _staged(t, _rows([1, 6], "a", 100))  # staged: invisible to the delete below
+    assert t.delete([("id", "=", 1)]).num_deleted_rows == 1  # the visible id 1, a commit after the staged one
+    t.compact()
+    assert state() == {3: 30, 4: 40, 5: 50, 6: 100}  # the staged +I of id 1 is older than the -D: gone
+    assert state(snapshot_id=1) == {1: 1, 2: 1, 3: 1, 4: 1}
+    assert state(snapshot_id=before_staging) == {1: 1, 3: 30, 4: 40, 5: 50}
+    t.rollback_to(before_staging)
+    assert state() == {1: 1, 3: 30, 4: 40, 5: 50} and -2 not in {b for _, b, _ in t.files()}
 
 
 row = st.tuples(st.integers(0, 10), st.sampled_from(["a", "b"]), st.integers(0, 9), st.booleans())

@@ -187,6 +187,32 @@ def test_changing_bucket_with_alter_is_refused_and_says_how(tmp_path: Path) -> N
             change()
         assert isinstance(err.value, OptionsError)
     assert mt.open_table(t.uri).options["bucket"] == "4"
+    with pytest.raises(ImmutableOptionError, match=r"bucket mode .* chosen when the table is created"):
+        t.alter.set_options({"bucket": "-1"})  # fixed to dynamic: not a rescale
+
+
+@pytest.mark.parametrize(
+    ("key", "options", "refusal"),
+    [
+        (["id", "dt"], {"bucket": "-1"}, r"bucket=-1 \(dynamic buckets"),
+        (["id", "dt"], {"bucket": "-2"}, r"bucket=-2 \(postpone buckets"),
+        (None, {"bucket": "2", "bucket-key": "id"}, "an append table's buckets are not rescaled in place"),
+        (None, {}, "an append table's buckets are not rescaled in place"),
+    ],
+)
+def test_tables_without_a_rescalable_count_say_how_to_change_it(
+    tmp_path: Path, key: list[str] | None, options: dict[str, str], refusal: str
+) -> None:
+    t = mt.create_table(str(tmp_path / "t"), SCHEMA, key, ["dt"], options=options)
+    t.write(pa.table({"id": [1, 2], "dt": ["a", "a"], "v": [1, 2]}, schema=SCHEMA))
+    how = "create a table with the bucket you want and write this table's rows into it"
+    with pytest.raises(UnsupportedError, match=refusal) as refused:
+        t.rescale(bucket=4)
+    assert how in str(refused.value)
+    with pytest.raises(ImmutableOptionError, match=r"'bucket'.*bucket mode") as altered:
+        t.alter.set_options({"bucket": "4"})  # the hint is not t.rescale, which would refuse
+    assert how in str(altered.value)
+    assert mt.open_table(t.uri).options["bucket"] == t.options["bucket"]
 
 
 def test_many_new_buckets_and_a_small_write_buffer(tmp_path: Path) -> None:

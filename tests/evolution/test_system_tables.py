@@ -143,3 +143,61 @@ def test_an_empty_table_has_empty_system_tables(table_uri: str) -> None:
         result = t.system_table(name)
         assert result.schema == SCHEMAS[name]
         assert result.num_rows == {"schemas": 1, "options": len(t.options)}.get(name, 0)
+
+
+BUCKET_MODES = {
+    "fixed": (["id"], {"bucket": "2"}, {"DELETION_VECTORS"}),
+    "dynamic": (["id"], {"bucket": "-1", "dynamic-bucket.target-row-num": "5"}, {"HASH", "DELETION_VECTORS"}),
+    "postpone": (["id"], {"bucket": "-2", "write-only": "true"}, set()),
+    "append": (None, {}, {"DELETION_VECTORS"}),
+    "append-fixed": (None, {"bucket": "2", "bucket-key": "id"}, {"DELETION_VECTORS"}),
+}
+
+
+@pytest.mark.parametrize("mode", list(BUCKET_MODES))
+def test_buckets_and_table_indexes_in_every_bucket_mode(tmp_path: os.PathLike[str], mode: str) -> None:
+    key, options, index_types = BUCKET_MODES[mode]
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.int64())])
+    if mode != "postpone":  # deletion vectors: not with postpone buckets
+        options = {**options, "deletion-vectors.enabled": "true"}
+    t = mt.create_table(str(tmp_path), schema, key, options=options)
+    t.write(pa.table({"id": range(12), "v": range(12)}, schema=schema))
+    if mode == "postpone":
+        w = t.new_writer()  # staged under bucket -2
+        w.write(pa.table({"id": [20, 21], "v": [1, 2]}, schema=schema))
+        t.commit(w.prepare_commit())
+    else:
+        t.delete([("id", "in", [1, 2, 7])])
+
+    def agrees() -> None:
+        per_bucket: dict[int, list[int]] = {}
+        for _, bucket, f in t.files():
+            per_bucket.setdefault(bucket, []).append(f.row_count)
+        rows = t.system_table("buckets").to_pylist()
+        assert {r["bucket"]: (r["record_count"], r["file_count"]) for r in rows} == {
+            b: (sum(counts), len(counts)) for b, counts in per_bucket.items()
+        }
+        assert {r["partition"] for r in rows} == {"{}"}
+        live = {f.file_name for _, _, f in t.files()}
+        indexes = t.system_table("table_indexes").to_pylist()
+        assert {r["index_type"] for r in indexes} == index_types
+        for r in indexes:
+            assert os.path.exists(os.path.join(str(tmp_path), "index", r["file_name"])), r
+            if r["index_type"] == "HASH":  # one per data bucket, listing at least its live keys
+                assert r["bucket"] in per_bucket and r["row_count"] >= 1
+            else:
+                assert r["row_count"] == len(r["dv_ranges"]) and {d["f0"] for d in r["dv_ranges"]} <= live
+        if "HASH" in index_types:
+            assert {r["bucket"] for r in indexes if r["index_type"] == "HASH"} == set(per_bucket)
+            assert 9 <= sum(r["row_count"] for r in indexes if r["index_type"] == "HASH") <= 12
+        if "DELETION_VECTORS" in index_types:
+            assert sum(d["_CARDINALITY"] for r in indexes for d in r["dv_ranges"]) == 3
+            assert t.count() == 9 and sorted(t.read().column("id").to_pylist()) == [0, *range(3, 7), *range(8, 12)]
+
+    agrees()
+    if mode == "postpone":
+        assert -2 in {r["bucket"] for r in t.system_table("buckets").to_pylist()}
+        t.compact()  # the staged rows get a bucket
+        assert -2 not in {r["bucket"] for r in t.system_table("buckets").to_pylist()}
+        assert t.count() == 14
+        agrees()

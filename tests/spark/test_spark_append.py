@@ -146,3 +146,113 @@ def test_spark_merge_table_refuses_an_append_table(spark: SparkSession, tmp_path
     with pytest.raises(mt.UnsupportedError, match="needs a primary key"):
         table.merge(spark.createDataFrame([(1, "b")], "id long, tag string"), "target.id = source.id")
     assert mt.open_table(uri).count() == 1
+
+
+def test_read_stream_keeps_each_buckets_rows_in_commit_order(spark: SparkSession, tmp_path: Path) -> None:
+    uri = str(tmp_path / "events")
+    t = mt.create_table(uri, SCHEMA, options={"bucket": "2", "bucket-key": "id", "write-only": "true"})
+    commits = [[9, 4, 7, 1, 3], [8, 2, 6, 5, 0], [14, 11, 13, 10, 12], [19, 16, 18, 15, 17]]
+    got: list[int] = []
+
+    def collect(df: DataFrame, batch_id: int) -> None:
+        got.extend(r.id for r in df.collect())
+
+    def run() -> None:
+        query = (
+            spark.readStream.format("mergetable")
+            .load(uri)
+            .writeStream.foreachBatch(collect)
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination(120)
+        assert query.exception() is None
+
+    for ids in commits[:2]:
+        t.write(pa.table({"id": ids, "tag": ["x"] * len(ids)}, schema=SCHEMA))
+    run()  # the snapshot at the start, read whole
+    for ids in commits[2:]:
+        t.write(pa.table({"id": ids, "tag": ["y"] * len(ids)}, schema=SCHEMA))
+    run()  # then the appends since, commit by commit
+    bucket_of = {i: next(s.bucket for s in t.plan(filter=[("id", "=", i)])) for ids in commits for i in ids}
+    assert set(bucket_of.values()) == {0, 1}
+    assert sorted(got) == sorted(i for ids in commits for i in ids)  # every row once
+    for b in (0, 1):
+        assert [i for i in got if bucket_of[i] == b] == [i for ids in commits for i in ids if bucket_of[i] == b]
+
+
+def test_the_spark_job_z_orders_an_append_table(spark: SparkSession, tmp_path: Path) -> None:
+    import numpy as np
+
+    uri = str(tmp_path / "xy")
+    rng = np.random.default_rng(7)
+    data = pa.table({"x": rng.integers(0, 1000, 40_000), "y": rng.integers(0, 1000, 40_000)})
+    t = mt.create_table(uri, data.schema, options={"target-file-size": "32 kb", "write-only": "true"})
+    for i in range(4):
+        t.write(data.slice(i * 10_000, 10_000))
+    box = [[("x", ">=", 100), ("x", "<", 200), ("y", ">=", 300), ("y", "<", 400)]]
+
+    def files_read(table: mt.Table) -> int:
+        return len({f.file_name for s in table.plan(filter=box) for f in s.files})
+
+    before, expected = files_read(t), sorted(t.read(filter=box).to_pylist(), key=lambda r: (r["x"], r["y"]))
+    snap = compact(spark, uri, order_by=["x", "y"], strategy="zorder")
+    assert snap is not None and snap.commit_kind.name == "COMPACT"
+    t = mt.open_table(uri)
+    assert files_read(t) * 2 <= before, (before, files_read(t))
+    assert sorted(t.read(filter=box).to_pylist(), key=lambda r: (r["x"], r["y"])) == expected
+    assert t.count() == data.num_rows
+
+
+@pytest.mark.parametrize("api", ["format", "helper"])
+def test_spark_writes_hash_bucketed_append_rows_as_python_does(spark: SparkSession, tmp_path: Path, api: str) -> None:
+    uri = str(tmp_path / "events")
+    ddl = "id long, tag string, dt string"
+    opts = {"bucket": "3", "bucket-key": "id", "partition-keys": "dt"}
+    first = spark.createDataFrame([(i, f"t{i}", f"d{i % 2}") for i in range(40)], ddl).repartition(4)
+    if api == "format":
+        first.write.format("mergetable").mode("append").options(**opts).save(uri)
+    else:
+        mts.write(first, uri, options=opts)
+    t = mt.open_table(uri)
+    assert t.primary_key == () and t.options["bucket"] == "3"
+    python = mt.create_table(str(tmp_path / "python"), t.schema, partition_keys=["dt"], options=t.options)
+    python.write(t.read())
+
+    def placement(table: mt.Table) -> dict[int, tuple[tuple[str | None, ...], int]]:
+        out = {}
+        for partition, bucket, f in table.files():
+            path = table.path_factory.data_file(partition, bucket, f.file_name)
+            for i in pq.read_table(path, columns=["id"])["id"].to_pylist():
+                out[i] = (partition, bucket)
+        return out
+
+    assert placement(t) == placement(python)  # the same hash: Spark and Python agree on every row's bucket
+    assert len({b for _, b in placement(t).values()}) == 3
+    # a dynamic partition overwrite replaces only the partitions the data holds
+    again = spark.createDataFrame([(100, "x", "d0"), (100, "x", "d0")], ddl)
+    again.write.format("mergetable").mode("overwrite").option("partitionOverwriteMode", "dynamic").save(uri)
+    got = sorted((r["id"], r["dt"]) for r in mt.open_table(uri).read().to_pylist())
+    assert got == sorted([(100, "d0"), (100, "d0"), *((i, "d1") for i in range(1, 40, 2))])
+
+
+def test_spark_writes_of_minus_d_rows_into_an_append_table_are_refused_by_column(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    uri = str(tmp_path / "events")
+    t = mt.create_table(uri, SCHEMA, options={"write-only": "true"})
+    t.write(pa.table({"id": [1, 2], "tag": ["a", "b"]}, schema=SCHEMA))
+    ddl = "id long, tag string, _row_kind string"
+    cancelled = spark.createDataFrame([(4, "d", "+I"), (4, "d", "-D"), (5, "e", "+I")], ddl).coalesce(1)
+    cancelled.write.format("mergetable").mode("append").save(uri)  # a -D of a row of the same task cancels it
+    assert sorted((r["id"], r["tag"]) for r in mt.open_table(uri).read().to_pylist()) == [(1, "a"), (2, "b"), (5, "e")]
+    removing = spark.createDataFrame([(1, "a", "-D"), (6, "f", "+I")], ddl)
+    with pytest.raises(Exception, match=r"column '_row_kind': -D rows .* append table are not written through Spark"):
+        removing.write.format("mergetable").mode("append").save(uri)
+    update = spark.createDataFrame([(2, "b", "-U"), (2, "c", "+U")], ddl)
+    with pytest.raises(Exception, match=r"-U/\+U rows need a primary key"):
+        update.write.format("mergetable").mode("append").save(uri)
+    t = mt.open_table(uri)
+    assert sorted((r["id"], r["tag"]) for r in t.read().to_pylist()) == [(1, "a"), (2, "b"), (5, "e")]
+    assert {p.name for p in Path(uri).rglob("data-*.parquet")} == {f.file_name for _, _, f in t.files()}

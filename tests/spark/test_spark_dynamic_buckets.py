@@ -192,6 +192,27 @@ def test_streaming_write_into_a_dynamic_table(spark: SparkSession, tmp_path: Pat
     assert len(keys_by_bucket(t)) >= 3  # each micro-batch placed its new keys against the previous one's index
 
 
+def test_the_spark_compaction_job_keeps_a_dynamic_tables_buckets(spark: SparkSession, tmp_path: Path) -> None:
+    from mergetable.spark.compact import compact
+
+    uri = str(tmp_path / "t")
+    opts = {"primary-key": "dt,id", "partition-keys": "dt", "dynamic-bucket.target-row-num": TARGET}
+    opts["write-only"] = "true"
+    mts.write(_frame(spark, _rows(range(60), "a")), uri, options=opts)
+    mts.write(_frame(spark, _rows(range(0, 80, 3), "b")), uri, options=opts)
+    before = mt.open_table(uri)
+    expected, buckets = before.read().sort_by([("dt", "ascending"), ("id", "ascending")]), keys_by_bucket(before)
+    snap = compact(spark, uri, full=True)
+    assert snap is not None and snap.commit_kind is CommitKind.COMPACT
+    t = mt.open_table(uri)
+    assert t.read().sort_by([("dt", "ascending"), ("id", "ascending")]).equals(expected)
+    assert {k: set(v) for k, v in keys_by_bucket(t).items()} == {k: set(v) for k, v in buckets.items()}
+    assert_one_bucket_per_key(t)  # every key still in its bucket and its bucket's HASH index
+    mts.write(_frame(spark, _rows(range(50, 70), "c")), uri, options=opts)  # upserts after it find their bucket
+    assert_one_bucket_per_key(mt.open_table(uri))
+    assert mt.open_table(uri).count() == len({*range(60), *range(0, 80, 3), *range(50, 70)})
+
+
 # -- exactly once: the writer protocol driven by hand -----------------------------------------------------
 DF_SCHEMA = T.StructType([T.StructField("id", T.LongType()), T.StructField("v", T.StringType())])
 

@@ -243,3 +243,43 @@ def test_stream_sink_refuses_complete_mode_and_txn_options(spark: SparkSession, 
     with pytest.raises(Exception, match="option 'txnappid'"):
         txn.awaitTermination()
     assert mt.open_table(uri).snapshots() == []
+
+
+def test_stream_sink_stages_rows_of_a_postpone_table_until_a_compaction(spark: SparkSession, tmp_path: Path) -> None:
+    source, checkpoint, uri = tmp_path / "in", tmp_path / "ck", str(tmp_path / "t")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.int64())])
+    opts = {"bucket": "-2", "postpone.default-bucket-num": "2", "write-only": "true", "merge-engine": "aggregation"}
+    t = mt.create_table(uri, schema, ["id"], options={**opts, "fields.v.aggregate-function": "sum"})
+    for n, batch in enumerate(BATCHES[:2]):
+        _batch_file(source, n, *batch)
+
+    def run() -> None:
+        df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(source))
+        query = df.writeStream.format("mergetable").option("checkpointLocation", str(checkpoint))
+        started = query.trigger(availableNow=True).start(uri)
+        started.awaitTermination()
+        assert started.exception() is None
+
+    def staged_rows() -> int:
+        return sum(f.row_count for _, bucket, f in mt.open_table(uri).files() if bucket == -2)
+
+    run()
+    t = mt.open_table(uri)
+    assert t.read().num_rows == 0 and t.count() == 0  # a stream's rows are postponed ...
+    assert {bucket for _, bucket, _ in t.files()} == {-2} and staged_rows() == 6
+    assert spark.read.format("mergetable").load(uri).count() == 0 and mts.read(spark, uri).count() == 0
+    t.compact()  # ... until a compaction gives them buckets
+    assert _totals(uri) == _expected(BATCHES[:2])
+    spark_rows = {r.id: r.v for r in spark.read.format("mergetable").load(uri).collect()}
+    assert spark_rows == {r.id: r.v for r in mts.read(spark, uri).collect()} == _expected(BATCHES[:2])
+    assert {bucket for _, bucket, _ in t.files()} == {0, 1} and staged_rows() == 0
+
+    _drop_commit_log(checkpoint, 1)  # batch 1 replayed by the restarted query: skipped
+    _batch_file(source, 2, *BATCHES[2])
+    run()
+    assert _totals(uri) == _expected(BATCHES[:2]) and staged_rows() == 3  # only batch 2 staged
+    assert {r.id: r.v for r in mts.read(spark, uri).collect()} == _expected(BATCHES[:2])  # not the staged rows
+    mt.open_table(uri).compact()
+    assert _totals(uri) == _expected(BATCHES)  # each batch exactly once
+    appends = [s.commit_identifier for s in mt.open_table(uri).snapshots() if s.commit_kind.value == "APPEND"]
+    assert appends == [0, 1, 2]

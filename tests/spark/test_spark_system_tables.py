@@ -74,3 +74,31 @@ def test_register_view_sees_every_new_commit(spark: Any, table: mt.Table) -> Non
     assert rows == []
     mts.register_view(spark, "orders_at_1", table.uri, snapshot_id=1)
     assert spark.sql("SELECT count(*) AS n FROM orders_at_1").collect()[0].n == 3
+
+
+@pytest.mark.parametrize("bucket", ["-1", "2"])
+def test_buckets_and_table_indexes_of_hash_and_vector_files_read_the_same_in_spark(
+    spark: Any, tmp_path: Any, bucket: str
+) -> None:
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.int64())])
+    opts = {"bucket": bucket, "dynamic-bucket.target-row-num": "4", "deletion-vectors.enabled": "true"}
+    t = mt.create_table(str(tmp_path / "t"), schema, ["id"], options=opts)
+    t.write(pa.table({"id": range(10), "v": range(10)}, schema=schema))
+    t.delete([("id", "in", [1, 5, 8])])
+    indexes = t.system_table("table_indexes").to_pylist()
+    kinds = {r["index_type"] for r in indexes}
+    assert kinds == ({"HASH", "DELETION_VECTORS"} if bucket == "-1" else {"DELETION_VECTORS"})
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, list):
+            return [plain(x) for x in v]
+        if hasattr(v, "asDict"):
+            return {k: plain(x) for k, x in v.asDict().items()}
+        return v
+
+    for name in ("buckets", "table_indexes"):
+        df = spark.read.format("mergetable").load(t.uri + "$" + name)
+        assert df.schema == spark_schema(t.system_table(name).schema), name
+        got = sorted(repr([plain(v) for v in r]) for r in df.collect())
+        want = sorted(repr(list(r.values())) for r in t.system_table(name).to_pylist())
+        assert got == want, name

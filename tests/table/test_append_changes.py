@@ -4,6 +4,7 @@ concurrent commits conflicting and computing again), on real Parquet."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -287,3 +288,21 @@ def test_restore_and_rollback_bring_back_the_marked_rows(uri: str) -> None:
     assert sorted(t.read().column("id").to_pylist()) == [1, 3] and t.count() == 2
     t.rollback_to(1)
     assert sorted(t.read().column("id").to_pylist()) == [1, 2, 3] and t.count() == 3
+
+
+def test_expiration_and_orphan_cleaning_cover_the_index_files(uri: str) -> None:
+    opts = {"write-only": "true", "snapshot.num-retained.min": "1", "snapshot.time-retained": "1 ms", **DV}
+    t = mt.create_table(uri, SCHEMA, options=opts)
+    t.write(table(list(range(10))))
+    index_dir = Path(uri) / "index"
+    for i in range(3):  # each delete replaces the bucket's index file
+        t.delete([("id", "=", i)])
+    assert len(list(index_dir.iterdir())) >= 1
+    t.expire_snapshots()
+    live = {e["file_name"] for e in t.system_table("table_indexes").to_pylist()}
+    assert len(live) == 1 and {p.name for p in index_dir.iterdir()} == live  # the replaced ones went
+    stray = index_dir / "index-00000000-0000-0000-0000-000000000000-0"
+    stray.write_bytes(b"\x01")
+    removed = t.remove_orphan_files(older_than_ms=int(time.time() * 1000) + 60_000, force=True)
+    assert removed == [str(stray)] and {p.name for p in index_dir.iterdir()} == live
+    assert sorted(t.read().column("id").to_pylist()) == list(range(3, 10)) and t.count() == 7

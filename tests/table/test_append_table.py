@@ -9,6 +9,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -130,6 +131,32 @@ def test_fixed_buckets_hash_by_bucket_key_and_prune(uri: str) -> None:
     assert sorted(t.read().column("id").to_pylist()) == list(range(100))
 
 
+def test_bucket_pruning_needs_equality_or_in_on_the_whole_bucket_key(uri: str) -> None:
+    t = mt.create_table(uri, SCHEMA, options={"bucket": "4", "bucket-key": "id,name", "write-only": "true"})
+    t.write(rows(range(100)))
+    t.write(rows(range(100, 200)))
+    everything = {s.bucket for s in t.plan()}
+    assert len(everything) == 4
+
+    def buckets(dnf: list[tuple[str, str, object]]) -> set[int]:
+        return {s.bucket for s in t.plan(filter=dnf)}
+
+    assert len(buckets([("id", "=", 42), ("name", "=", "n42")])) == 1
+    pair = [("id", "in", [7, 150]), ("name", "in", ["n7", "n150"])]  # IN on both: the combinations' buckets
+    assert 1 <= len(buckets(pair)) <= 4
+    assert sorted(t.read(filter=pair).column("id").to_pylist()) == [7, 150]
+    one_in = [("id", "in", [7]), ("name", "=", "n7")]
+    assert buckets(one_in) == buckets([("id", "=", 7), ("name", "=", "n7")])
+    assert buckets([("id", "=", 42)]) == everything  # part of the bucket key: no pruning
+    assert buckets([("id", ">=", 42), ("name", "=", "n42")]) == everything  # a range: no pruning
+    assert t.read(filter=[("id", "=", 42)]).column("name").to_pylist() == ["n42"]
+    single = mt.create_table(uri + "-single", SCHEMA, options={"bucket": "8", "bucket-key": "id"})
+    single.write(rows(range(200)))
+    picked = {s.bucket for s in single.plan(filter=[("id", "in", [3, 77])])}
+    assert 1 <= len(picked) <= 2 < len({s.bucket for s in single.plan()})
+    assert sorted(single.read(filter=[("id", "in", [3, 77])]).column("id").to_pylist()) == [3, 77]
+
+
 def test_only_inserts_and_deletes_are_accepted(uri: str, tmp_path: Path) -> None:
     t = mt.create_table(uri, SCHEMA)
     for kind in ("+U", "-U"):
@@ -208,11 +235,51 @@ def test_schema_evolution_reads_old_files_by_field_id(uri: str) -> None:
 
 def test_polars_and_duckdb_scan_an_append_table(uri: str) -> None:
     pl = pytest.importorskip("polars")
-    pytest.importorskip("duckdb")
+    duckdb = pytest.importorskip("duckdb")
+    from mergetable.interop import PolarsSource, TableDataset
+
     t = mt.create_table(uri, SCHEMA)
     t.write(rows([1, 2, 2]))
     assert t.to_polars().filter(pl.col("id") == 2).height == 2
     assert t.to_duckdb().fetchall() == [(1, "n1", "a"), (2, "n2", "a"), (2, "n2", "a")]
+    for start in (100, 200, 300):  # files with disjoint id ranges, so that statistics prune
+        t.write(rows(range(start, start + 10)))
+    total = len(t.files())
+    assert total == 4
+    lazy = PolarsSource(t)
+    got = lazy.lazy().filter(pl.col("id").is_between(203, 205)).select("id").collect()
+    assert got["id"].to_list() == [203, 204, 205]
+    assert lazy.pushed == [[[("id", ">=", 203), ("id", "<=", 205)]]] and lazy.stats.files_read == 1
+    dataset = TableDataset(t)
+    con = duckdb.connect()
+    try:
+        assert con.from_arrow(dataset).filter("id >= 300").aggregate("count(*)").fetchall() == [(10,)]
+    finally:
+        con.close()
+    assert dataset.stats.files_read == 1
+    t.write(pa.table({"id": [400, None], "name": ["x", None], "dt": ["a", "a"]}, schema=SCHEMA))
+    nulls = TableDataset(t)  # a file with nulls is kept for an IS NULL filter, its range notwithstanding
+    con = duckdb.connect()
+    try:
+        assert con.from_arrow(nulls).filter("id is null or name is null").project("dt").fetchall() == [("a",)]
+    finally:
+        con.close()
+    assert nulls.stats.files_read == 1
+
+
+def test_count_comes_from_file_metadata(uri: str, tmp_path: Path) -> None:
+    t = mt.create_table(uri, SCHEMA, options={"write-only": "true", "deletion-vectors.enabled": "true"})
+    for start in (0, 10, 20):
+        t.write(rows(range(start, start + 10)))
+    t.delete([("id", "in", [3, 4, 15])])  # deletion vectors: counted by their cardinality
+    assert t.count() == 27
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    for path in data_files(uri):  # no data file can be read now: the count is the manifests' and vectors'
+        path.rename(moved / path.name)
+    assert t.count() == 27
+    with pytest.raises(mt.DataFileError, match="data-"):  # a read names the missing file
+        t.read()
 
 
 # -- compaction --------------------------------------------------------------------------------------------
@@ -239,6 +306,22 @@ def test_min_file_num_and_full_compaction(uri: str) -> None:
     snap = t.compact(full=True, progress=False)
     assert snap is not None and len(metas(t)) == 1
     assert t.read().column("id").to_pylist() == [1, 2, 3, 4]
+
+
+def test_compaction_output_rolls_at_target_file_size(uri: str) -> None:
+    rng = np.random.default_rng(1)
+    schema = pa.schema([("id", pa.int64()), ("pad", pa.float64())])
+    t = mt.create_table(uri, schema, options={"target-file-size": "64 kb", "write-only": "true"})
+    for i in range(12):  # random payload: about 25 kb a file, whatever the compression
+        t.write(pa.table({"id": np.arange(i * 3000, (i + 1) * 3000), "pad": rng.random(3000)}, schema=schema))
+    small = metas(t)
+    assert len(small) == 12 and all(f.file_size < 0.7 * (64 << 10) for f in small)
+    total = sum(f.file_size for f in small)
+    t.compact(full=True, progress=False)
+    out = metas(t)
+    assert 2 <= len(out) < len(small) and all(f.file_source.name == "COMPACT" for f in out)
+    assert all(f.file_size <= 2 * (64 << 10) for f in out) and len(out) <= total // (32 << 10) + 1
+    assert t.read().column("id").to_pylist() == list(range(36_000))  # commit order kept across the new files
 
 
 def test_a_large_file_splits_runs_and_is_left_alone(uri: str) -> None:
@@ -352,6 +435,23 @@ def test_changelog_and_follow_deliver_appended_rows_in_commit_order(uri: str) ->
         t.changelog(1, 3, mode="diff")
 
 
+def test_streams_keep_each_buckets_rows_in_commit_order(uri: str) -> None:
+    t = mt.create_table(uri, SCHEMA, options={"bucket": "3", "bucket-key": "id", "write-only": "true"})
+    commits = [[9, 4, 7, 1, 3], [8, 2, 6, 5, 0], [14, 11, 13, 10, 12]]
+    for ids in commits:
+        t.write(rows(ids))
+    bucket_of = {i: next(s.bucket for s in t.plan(filter=[("id", "=", i)])) for ids in commits for i in ids}
+    assert len(set(bucket_of.values())) == 3
+    expected = {b: [i for ids in commits for i in ids if bucket_of[i] == b] for b in range(3)}
+
+    def per_bucket(ids: list[int]) -> dict[int, list[int]]:
+        return {b: [i for i in ids if bucket_of[i] == b] for b in range(3)}
+
+    followed = [i for batch in t.follow(stop_when_idle=True) for i in batch.data.column("id").to_pylist()]
+    assert per_bucket(followed) == expected
+    assert per_bucket(t.changelog(0, 3).column("id").to_pylist()) == expected
+
+
 # -- the command line --------------------------------------------------------------------------------------
 def test_the_cli_counts_compacts_and_describes_an_append_table(uri: str, capsys: pytest.CaptureFixture[str]) -> None:
     from mergetable.cli.main import main
@@ -368,6 +468,19 @@ def test_the_cli_counts_compacts_and_describes_an_append_table(uri: str, capsys:
     for command in (["history", uri], ["describe", uri], ["schema", uri]):
         assert main(command) == 0, command
     assert "id" in capsys.readouterr().out
+    assert main(["tags", uri, "--create", "v1"]) == 0
+    assert main(["delete", uri, "--filter", "id=1"]) == 0
+    assert mt.open_table(uri).read().column("id").to_pylist() == [0, 0, 2, 2]
+    capsys.readouterr()
+    assert main(["--json", "read", uri, "--filter", "id>=2", "--columns", "id"]) == 0
+    assert capsys.readouterr().out.count('"id": 2') == 2
+    assert main(["alter", uri, "add-column", "note", "STRING"]) == 0
+    assert mt.open_table(uri).schema.names == ["id", "name", "dt", "note"]
+    assert main(["rollback", uri, "--tag", "v1"]) == 0
+    assert mt.open_table(uri).read().column("id").to_pylist() == [0, 0, 1, 1, 2, 2]
+    for command in (["changelog", uri, "0", "1"], ["files", uri], ["snapshots", uri], ["expire", uri]):
+        assert main(command) == 0, command
+    assert main(["orphans", uri, "--dry-run"]) == 0
 
 
 def test_every_file_is_raw_convertible_and_described_as_an_append_table(uri: str) -> None:

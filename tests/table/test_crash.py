@@ -43,12 +43,24 @@ CHILD = textwrap.dedent(
 )
 
 
+def _index_files_exist(t: mt.Table) -> None:
+    for row in t.system_table("table_indexes").to_pylist():
+        assert os.path.exists(os.path.join(t.uri, "index", row["file_name"])), row
+    if t.table_schema.is_dynamic_bucket:
+        assert {r["bucket"] for r in t.system_table("table_indexes").to_pylist()} == {b for _, b, _ in t.files()}
+
+
 @pytest.mark.slow
-def test_sigkill_at_every_step(tmp_path: object) -> None:
+@pytest.mark.parametrize(
+    "options",
+    [{"bucket": "2"}, {"bucket": "-1", "dynamic-bucket.target-row-num": "2"}],
+    ids=["fixed", "dynamic"],
+)
+def test_sigkill_at_every_step(tmp_path: object, options: dict[str, str]) -> None:
     step = 1
     while True:
         uri = os.path.join(str(tmp_path), f"t{step}")
-        t = mt.create_table(uri, SCHEMA, primary_key=["id"], options={"bucket": "2"})
+        t = mt.create_table(uri, SCHEMA, primary_key=["id"], options=options)
         t.write(pa.table({"id": [1, 2], "v": ["old", "old"]}))
         proc = subprocess.run(
             [sys.executable, "-c", CHILD, uri, str(step)], capture_output=True, text=True, timeout=120
@@ -66,9 +78,12 @@ def test_sigkill_at_every_step(tmp_path: object) -> None:
             assert rows == {1: "old", 2: "old"}
         else:
             assert latest.id == 2 and rows == {1: "old", 2: "new", 3: "new"}
+        _index_files_exist(reopened)  # a dynamic table's HASH index files are those of the snapshot
         # the table stays writable after the crash
-        reopened.write(pa.table({"id": [9], "v": ["after"]}))
+        reopened.write(pa.table({"id": [9, 2], "v": ["after", "after"]}))
         assert reopened.read(filter=[("id", "=", 9)]).num_rows == 1
+        assert reopened.read(filter=[("id", "=", 2)]).column("v").to_pylist() == ["after"]  # one live copy
+        _index_files_exist(reopened)
         step += 1
         assert step < 50
     assert step > 3  # the commit really went through several storage steps
