@@ -24,7 +24,7 @@ import numpy as np
 from mergetable.commit.index_manifest import IndexManifestIO
 from mergetable.commit.snapshots import SnapshotManager
 from mergetable.core.buckets import Partition
-from mergetable.core.dynamic_buckets import HASH_INDEX, hash_file_bytes, load_hash_file
+from mergetable.core.dynamic_buckets import HASH_INDEX, distinct_hashes, hash_file_bytes, load_hash_file
 from mergetable.core.errors import BucketAssignmentConflictError
 from mergetable.core.fileio import FileIO
 from mergetable.metadata.models import (
@@ -50,7 +50,7 @@ def load_hashes(indexes: IndexManifestIO, files: Iterable[IndexFileMeta]) -> np.
     arrays = [load_hash_file(indexes.fileio, indexes.paths.index_file(f.file_name), f.file_name) for f in files]
     if not arrays:
         return np.empty(0, np.int32)
-    return arrays[0] if len(arrays) == 1 else np.unique(np.concatenate(arrays))
+    return arrays[0] if len(arrays) == 1 else distinct_hashes(np.concatenate(arrays))
 
 
 class _LazyHashes(Mapping[int, np.ndarray]):

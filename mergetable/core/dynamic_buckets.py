@@ -58,6 +58,23 @@ def key_hashes(columns: Sequence[pa.Array | pa.ChunkedArray], names: Sequence[st
     return (h & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32)
 
 
+def distinct_hashes(hashes: np.ndarray) -> np.ndarray:
+    """The distinct values of ``hashes``, sorted: what ``np.unique(hashes)`` returns, by a sort and a comparison
+    of neighbours (NumPy 2.3+ answers a plain ``np.unique`` of many distinct ints through a hash table that took
+    1.8 s for 2M hashes, against 0.01 s sorted).
+
+    >>> distinct_hashes(np.array([3, -1, 3, 2], dtype=np.int32)).tolist()
+    [-1, 2, 3]
+    """
+    out = np.sort(hashes)
+    if len(out) < 2:
+        return out
+    keep = np.empty(len(out), dtype=bool)
+    keep[0] = True
+    np.not_equal(out[1:], out[:-1], out=keep[1:])
+    return out[keep]
+
+
 def hash_file_bytes(hashes: np.ndarray) -> bytes:
     """The content of a HASH index file holding ``hashes`` (4-byte big-endian ints).
 
@@ -134,6 +151,7 @@ def forget_hash_files(fileio: FileIO, names: Iterable[str]) -> None:
 __all__ = [
     "HASH_INDEX",
     "MAX_DYNAMIC_BUCKETS",
+    "distinct_hashes",
     "forget_hash_files",
     "hash_file_bytes",
     "hash_index_file_prefix",

@@ -20,7 +20,7 @@ from mergetable.core.option_map import OptionMap
 from mergetable.core.predicates import Filters
 from mergetable.core.schema import TableSchema
 from mergetable.core.txn import make_txn
-from mergetable.spark.bucketing import bucket_task_key, with_bucket
+from mergetable.spark.bucketing import bucket_task_key, unused_name, with_bucket
 from mergetable.spark.changes import split_audit_log
 from mergetable.spark.dynamic import CHANNELS_OPTION, refuse_cross_partition, shuffle_by_channel
 from mergetable.spark.native import native_read
@@ -252,7 +252,7 @@ def write(
     if schema.table_options.bucket < 1:  # no buckets (append), or postponed ones: written where the rows are
         df.write.format("mergetable").mode(mode).options(**opts).save(uri)
         return
-    name = _unused_name(BUCKET_COLUMN, df.columns)
+    name = unused_name(BUCKET_COLUMN, df.columns)
     bucketed = with_bucket(df, schema, name)
     bucket = F.col(name)
     partition_cols: list[Column] = [F.col(p) for p in schema.partition_keys]
@@ -268,14 +268,6 @@ def write(
 BUCKET_COLUMN = "_mergetable_bucket"
 """The bucket column :func:`write` adds for its shuffle (and drops before the write); a suffix is added when the
 DataFrame already has a column of that name."""
-
-
-def _unused_name(name: str, columns: Sequence[str]) -> str:
-    taken = {c.lower() for c in columns}
-    i = 0
-    while (candidate := name if i == 0 else f"{name}_{i}").lower() in taken:
-        i += 1
-    return candidate
 
 
 def foreach_batch(

@@ -33,30 +33,31 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import numpy as np
-import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.functions import arrow_udf
 
 from mergetable.commit.bucket_index import partition_hashes
 from mergetable.commit.index_manifest import IndexManifestIO
 from mergetable.commit.snapshots import SnapshotManager
 from mergetable.core.buckets import Partition
-from mergetable.core.dynamic_buckets import MAX_DYNAMIC_BUCKETS, key_hashes
+from mergetable.core.dynamic_buckets import MAX_DYNAMIC_BUCKETS
 from mergetable.core.errors import OptionsError, SnapshotNotFoundError, UnsupportedError
 from mergetable.core.fileio import FileIO
 from mergetable.core.option_map import OptionMap
 from mergetable.core.paths import INDEX_FILE_PREFIX
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import Snapshot
+from mergetable.spark.bucketing import unused_name, with_channel
 from mergetable.write.bucket_assign import DynamicBucketAssigner, HashIndexLoader, PartitionHashes, _PartitionIndex
 
 CHANNELS_OPTION = "dynamic-bucket.assigner-channels"
 """Write option (lower case, as Spark passes keys) set by :func:`mergetable.spark.write`: the rows arrive shuffled
 by (partition, key hash mod this many channels), so each task may place its new keys exactly."""
+CHANNEL_COLUMN = "_mergetable_channel"
+"""The channel column :func:`shuffle_by_channel` adds for its shuffle (and drops before the write); a suffix is added
+when the DataFrame already has a column of that name."""
 log = logging.getLogger(__name__)
 
 
@@ -85,6 +86,7 @@ def take_channels(options: Mapping[str, str]) -> tuple[dict[str, str], int | Non
 def channel_count(schema: TableSchema, tasks: int) -> int:
     """How many assigner channels a shuffled write of ``tasks`` tasks uses (see the module docstring).
 
+    >>> import pyarrow as pa
     >>> s = TableSchema.create(pa.schema([("id", pa.int64())]), ["id"], options={"dynamic-bucket.max-buckets": "3"})
     >>> channel_count(s, 8)
     3
@@ -94,18 +96,6 @@ def channel_count(schema: TableSchema, tasks: int) -> int:
     if opts.dynamic_bucket_max_buckets != -1:
         channels = min(channels, opts.dynamic_bucket_max_buckets)
     return max(1, min(channels, MAX_DYNAMIC_BUCKETS))
-
-
-def _channel_udf(schema: TableSchema, channels: int) -> Any:
-    keys = list(schema.trimmed_primary_keys)
-    types = [schema.arrow_type(k) for k in keys]
-
-    def channel(*cols: pa.Array) -> pa.Array:
-        arrays = [c.cast(t) for c, t in zip(cols, types, strict=True)]
-        hashes = key_hashes(arrays, keys).view(np.uint32)
-        return pa.array((hashes % np.uint32(channels)).astype(np.int32), pa.int32())
-
-    return arrow_udf(channel, "int")  # type: ignore[call-overload]  # the stubs omit type-hint inference
 
 
 def shuffle_by_channel(
@@ -122,14 +112,15 @@ def shuffle_by_channel(
     spark = df.sparkSession
     shuffle_tasks = int(str(spark.conf.get("spark.sql.shuffle.partitions")))
     channels = channel_count(schema, num_partitions or spark.sparkContext.defaultParallelism)
-    keys = list(schema.trimmed_primary_keys)
-    channel = _channel_udf(schema, channels)(*[F.col(k) for k in keys])
+    name = unused_name(CHANNEL_COLUMN, df.columns)
+    channel = F.col(name)
     if schema.partition_keys:
         by = [*(F.col(p) for p in schema.partition_keys), channel]
     else:
         by = [task_key(channel, channels, num_partitions or shuffle_tasks)]
-    shuffled = df.repartition(num_partitions, *by) if num_partitions else df.repartition(*by)
-    return shuffled, channels
+    with_channels = with_channel(df, schema, name, channels)
+    shuffled = with_channels.repartition(num_partitions, *by) if num_partitions else with_channels.repartition(*by)
+    return shuffled.drop(name), channels
 
 
 # -- tasks --------------------------------------------------------------------------------------------------

@@ -18,7 +18,8 @@ import mergetable as mt
 import mergetable.spark as mts
 from mergetable.core.hashing import bucket_of
 from mergetable.core.schema import TableSchema
-from mergetable.spark.bucketing import spark_hashable, with_bucket
+from mergetable.core.dynamic_buckets import key_hashes
+from mergetable.spark.bucketing import spark_hashable, with_bucket, with_channel
 
 EDGES = [0, 1, -1, 2**63 - 1, -(2**63), 2**32, 2**32 - 1, -(2**32), 2**31, -(2**31) - 1]
 
@@ -53,6 +54,20 @@ def test_spark_bucket_equals_bucket_of(spark: SparkSession, keys: list[str]) -> 
         schema = TableSchema.create(data.schema, keys, options={"bucket": str(buckets)})
         got = with_bucket(df, schema, "bk").select("bk").toArrow().column("bk").to_numpy()
         assert (got == bucket_of([data.column(k) for k in keys], buckets, keys)).all(), (keys, buckets)
+
+
+@pytest.mark.parametrize("keys", [["l"], ["d"], ["l", "i", "d"], ["ts", "b", "t8"], ["s"], ["l", "s"]])
+def test_spark_channel_equals_the_assigners(spark: SparkSession, keys: list[str]) -> None:
+    """A dynamic-bucket table's channel, by Spark's expressions (or the Arrow UDF for strings): the key hash the
+    assigner uses, read as unsigned, modulo the channel count."""
+    data = _keys_table()
+    df = spark.createDataFrame(data)
+    schema = TableSchema.create(data.schema, keys)
+    assert schema.is_dynamic_bucket
+    unsigned = key_hashes([data.column(k) for k in keys], keys).view(np.uint32)
+    for channels in (1, 2, 3, 7, 1000, 2**31 - 1):
+        got = with_channel(df, schema, "ch", channels).select("ch").toArrow().column("ch").to_numpy()
+        assert (got == unsigned % np.uint32(channels)).all(), (keys, channels)
 
 
 def test_a_narrower_key_column_hashes_as_the_table_type(spark: SparkSession) -> None:
