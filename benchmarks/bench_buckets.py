@@ -9,7 +9,8 @@
   ratio is printed (wall and CPU);
 * scale: ``--big-rows`` rows (20M) written in commits of ``--rows`` into a table created without a ``bucket``
   option end up in >= 8 buckets (smaller runs scale ``dynamic-bucket.target-row-num`` down with them), and its
-  Python merged read is <= 1.5x a raw pyarrow scan of the same files.
+  Python merged read is <= 1.5x a raw pyarrow scan of the same files (``bench_core.raw_scan``; best of 3, the
+  two reads taking turns, with the core count and the CPU time of each).
 
 Run: ``python benchmarks/bench_buckets.py [--rows 1000000] [--big-rows 20000000] [--only cross]``.
 """
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from bench_core import SCHEMA, batch, best, data_files, raw_scan
+from bench_core import SCHEMA, batch, data_files, interleaved, raw_scan
 from bench_deletion_vectors import batches
 from goals import report
 
@@ -103,7 +104,7 @@ def cross_partition_ratio(work: Path, rows: int, upserts: int, repeat: int) -> N
     )
 
 
-def scale_goal(work: Path, big_rows: int, step: int) -> None:
+def scale_goal(work: Path, big_rows: int, step: int, repeat: int = 3) -> None:
     target = TARGET if big_rows >= FULL_SCALE else max(1, TARGET * big_rows // FULL_SCALE)
     options = {} if target == TARGET else {"dynamic-bucket.target-row-num": str(target)}
     t = mt.create_table(str(work / "big"), SCHEMA, ["id"], options=options)  # no bucket option
@@ -114,13 +115,14 @@ def scale_goal(work: Path, big_rows: int, step: int) -> None:
     written = time.perf_counter() - t0
     n = buckets_of(t)
     files = data_files(t)
-    raw = best(lambda: raw_scan(files), 2)
-    merged = best(lambda: t.read(), 2)
+    timed = interleaved({"merged": t.read, "raw": lambda: raw_scan(files)}, repeat)
+    (merged, merged_cpu), (raw, raw_cpu) = timed["merged"], timed["raw"]
     assert t.count() == big_rows
     cores = os.cpu_count()
     print(
         f"{big_rows:,} rows in commits of {step:,} (target-row-num {target:,}): written in {written:.1f} s into "
-        f"{n} buckets, {len(files)} files; merged read {merged:.2f} s, raw pyarrow {raw:.2f} s ({cores} cores)"
+        f"{n} buckets, {len(files)} files; merged read {merged:.2f} s, raw pyarrow {raw:.2f} s (best of {repeat}, "
+        f"taking turns; CPU per read, all {cores} cores: {merged_cpu:.2f} s and {raw_cpu:.2f} s)"
     )
     report(f"buckets of {big_rows:,} rows written without a bucket option (at least 8)", 8 / max(n, 1), 1.0)
     report(f"merged read of the dynamic-bucket table vs raw pyarrow ({cores} cores)", merged / raw, 1.5)

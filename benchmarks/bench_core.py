@@ -54,7 +54,25 @@ def data_files(t: mt.Table) -> list[str]:
 
 
 def raw_scan(files: list[str]) -> pa.Table:
+    """The baseline of every merged-read ratio: the user columns of ``files`` as one pyarrow dataset, on Arrow's
+    threads (``use_threads`` left on), without page-checksum verification (pyarrow's defaults)."""
     return pq.read_table(files, columns=list(SCHEMA.names))
+
+
+def interleaved(reads: dict[str, Callable[[], Any]], repeat: int = 3) -> dict[str, tuple[float, float]]:
+    """Best wall and CPU seconds (all threads: ``process_time``) of each read, after one untimed call of each,
+    the reads taking turns (A, B, A, B …) so that a shared machine's load swings hit them alike."""
+    for read in reads.values():
+        read()  # the first reads of a process pay for fresh memory (page faults)
+    walls: dict[str, list[float]] = {name: [] for name in reads}
+    cpus: dict[str, list[float]] = {name: [] for name in reads}
+    for _ in range(repeat):
+        for name, read in reads.items():
+            cpu, wall = time.process_time(), time.perf_counter()
+            read()
+            walls[name].append(time.perf_counter() - wall)
+            cpus[name].append(time.process_time() - cpu)
+    return {name: (min(walls[name]), min(cpus[name])) for name in reads}
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:

@@ -9,7 +9,8 @@ parent stays small: a child's ``ru_maxrss`` counts its parent's RSS at the fork)
 * ``scan()`` of each table consumed batch by batch (and the largest batch seen),
 * a full compaction of the bucket,
 * ``read()`` of each table to Arrow vs ``pyarrow.parquet.read_table`` of the same data files (all user
-  columns), as a time ratio (best of ``--repeat``, after one untimed call of each).
+  columns: ``bench_core.raw_scan``), as a time ratio (best of ``--repeat``, the two reads taking turns after one
+  untimed call of each), with the machine's core count and the CPU time of each.
 
 Run: ``python benchmarks/bench_memory.py [--rows 20000000] [--repeat 3]``.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -31,7 +33,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_core import SCHEMA, batch, best, data_files, raw_scan  # noqa: E402
+from bench_core import SCHEMA, batch, data_files, interleaved, raw_scan  # noqa: E402
 from goals import report  # noqa: E402
 
 import mergetable as mt  # noqa: E402
@@ -74,13 +76,9 @@ def child(task: str, path: str, repeat: int) -> dict[str, float]:
         out["seconds"] = time.perf_counter() - t0
     elif task == "speed":
         files = data_files(t)
-        # one untimed call of each first: the first reads of a process pay for fresh memory (page faults)
-        t.read()
-        raw_scan(files)
-        for name, read in (("ours", t.read), ("raw", lambda: raw_scan(files))):
-            cpu = time.process_time()
-            out[name] = best(read, repeat)
-            out[f"{name}_cpu"] = (time.process_time() - cpu) / repeat
+        timed = interleaved({"ours": t.read, "raw": lambda: raw_scan(files)}, repeat)
+        for name, (wall, cpu) in timed.items():
+            out[name], out[f"{name}_cpu"] = wall, cpu
     out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
 
@@ -119,10 +117,12 @@ def main(argv: list[str] | None = None) -> None:
             1.0,
         )
         speed = measure("speed", path, args.repeat)
+        cores = os.cpu_count()
         print(f"merged read ({RUNS} runs): {speed['ours']:.2f}s, pyarrow scan of the same files {speed['raw']:.2f}s "
-              f"(CPU per read, both cores: {speed['ours_cpu']:.2f}s and {speed['raw_cpu']:.2f}s, "
+              f"(CPU per read, all {cores} cores: {speed['ours_cpu']:.2f}s and {speed['raw_cpu']:.2f}s, "
               f"{speed['ours_cpu'] / speed['raw_cpu']:.2f}x)")  # fmt: skip
-        report(f"merged read, {RUNS} runs per bucket vs raw Parquet scan", speed["ours"] / speed["raw"], 1.5)
+        report(f"merged read {n}, one bucket, {RUNS} runs vs raw Parquet scan ({cores} cores)",
+               speed["ours"] / speed["raw"], 1.5)  # fmt: skip
         compact = measure("compact", path)
         print(f"full compaction: {compact['seconds']:.1f}s, peak {compact['peak_mb']:.0f} MB")
         report(f"compaction of {n} in one bucket: peak RSS", compact["peak_mb"], 800, unit=" MB")

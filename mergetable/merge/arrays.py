@@ -98,6 +98,43 @@ def scatter(base: pa.Array, positions: np.ndarray, values: pa.Array) -> pa.Array
     return combined.take(pa.array(idx))
 
 
+def take_rows(rows: pa.Table, idx: np.ndarray) -> pa.Table:
+    """``rows.take(idx)``, or ``rows`` itself, uncopied, when ``idx`` is every row in order."""
+    n = rows.num_rows
+    if len(idx) == n and n and idx[0] == 0 and idx[-1] == n - 1 and bool(np.all(idx[1:] > idx[:-1])):
+        return rows
+    if len(idx) and (int(idx.min()) < 0 or int(idx.max()) >= n):
+        raise IndexError(f"row index out of bounds for {n} rows")
+    # bounds checked once here, not again by Arrow for every column
+    return pc.take(rows, pa.array(idx), boundscheck=False)
+
+
+def take_keyed(rows: pa.Table, idx: np.ndarray, key: str | None) -> pa.Table:
+    """:func:`take_rows` of a merge's survivors, one row per value of the single key column ``key`` (None: no such
+    column), taken in ascending key order. When integer keys fill the range between the first and the last taken,
+    the key column is that range, made rather than gathered.
+
+    Example:
+        >>> rows = pa.table({"k": [1, 2, 2, 3], "v": ["a", "b", "B", "c"]})
+        >>> take_keyed(rows, np.array([0, 2, 3]), "k").to_pydict()
+        {'k': [1, 2, 3], 'v': ['a', 'B', 'c']}
+    """
+    n = len(idx)
+    if key is None or n < 2 or key not in rows.column_names or n == rows.num_rows:
+        return take_rows(rows, idx)
+    i = rows.schema.get_field_index(key)
+    field = rows.schema.field(i)
+    column = rows.column(i)
+    if not pa.types.is_integer(field.type) or column.null_count:
+        return take_rows(rows, idx)
+    first, last = column[int(idx[0])].as_py(), column[int(idx[-1])].as_py()
+    if last - first + 1 != n:
+        return take_rows(rows, idx)
+    # n distinct ascending integers from first to last are exactly that range
+    keys = pa.array(np.arange(first, last + 1, dtype=field.type.to_pandas_dtype()), field.type)
+    return take_rows(rows.remove_column(i), idx).add_column(i, field, keys)
+
+
 __all__ = [
     "decimal_from_unscaled",
     "decimal_unscaled",
@@ -107,4 +144,6 @@ __all__ = [
     "raw_numpy",
     "scatter",
     "storage_dtype",
+    "take_keyed",
+    "take_rows",
 ]

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND
-from mergetable.merge.arrays import pool_empty, raw_numpy
+from mergetable.merge.arrays import pool_empty, raw_numpy, take_keyed, take_rows
 from mergetable.merge.grouping import _int_view, _is_int_like, group_starts, sort_permutation
 
 _RADIX_MAX_BITS = 48
@@ -170,17 +170,6 @@ def _row_numbers(start: int, count: int, dtype: np.dtype) -> np.ndarray:
         cached.flags.writeable = False
         _ROW_NUMBERS[dtype] = cached
     return cached[start:stop]
-
-
-def take_rows(rows: pa.Table, idx: np.ndarray) -> pa.Table:
-    """``rows.take(idx)``, or ``rows`` itself, uncopied, when ``idx`` is every row in order."""
-    n = rows.num_rows
-    if len(idx) == n and n and idx[0] == 0 and idx[-1] == n - 1 and bool(np.all(idx[1:] > idx[:-1])):
-        return rows
-    if len(idx) and (int(idx.min()) < 0 or int(idx.max()) >= n):
-        raise IndexError(f"row index out of bounds for {n} rows")
-    # bounds checked once here, not again by Arrow for every column
-    return pc.take(rows, pa.array(idx), boundscheck=False)
 
 
 def group_last_where(gid: np.ndarray, n_groups: int, mask: np.ndarray | None) -> np.ndarray:
@@ -423,4 +412,4 @@ def empty_like(rows: pa.Table) -> pa.Table:
     return rows.slice(0, 0)
 
 
-__all__ = ["Layout", "newest_per_key", "stable_int_argsort", "take_rows"]
+__all__ = ["Layout", "newest_per_key", "stable_int_argsort", "take_keyed", "take_rows"]

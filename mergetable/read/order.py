@@ -17,6 +17,7 @@ take, exactly as each of its inputs was, and among its inputs it applied this sa
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -66,3 +67,35 @@ def effective_sequence(table: pa.Table, f: DataFileMeta, snapshot_ordering: bool
         return table
     i = table.schema.get_field_index(SEQUENCE_NUMBER)
     return table.set_column(i, table.schema.field(i), pa.array(values, pa.int64()))
+
+
+SHARED_ROWS = 64 * 1024
+"""Rows of the read-only array each constant column shares (see :func:`repeated`)."""
+_SHARED_VALUES = 32
+_SHARED: dict[tuple[str, int], np.ndarray] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def repeated(value: int, n: int, type: pa.DataType) -> pa.ChunkedArray:
+    """``n`` copies of ``value`` as an integer column of ``type``, uncopied: chunks that view one read-only array
+    shared by every column of that value (a file's maximum sequence number stands in for the sequence numbers a
+    merge need not read, the same for every row of the file; an insert's kind for the kinds of a file without
+    retractions). Arrow arrays are immutable, so sharing is safe; the latest few values are kept.
+
+    >>> repeated(7, 3, pa.int64()).to_pylist(), repeated(2, 0, pa.int8()).num_chunks
+    ([7, 7, 7], 0)
+    """
+    dtype = np.dtype(type.to_pandas_dtype())
+    cache_key = (dtype.str, value)
+    with _SHARED_LOCK:
+        shared = _SHARED.pop(cache_key, None)
+        if shared is None:
+            shared = np.full(SHARED_ROWS, value, dtype=dtype)
+            shared.flags.writeable = False
+        _SHARED[cache_key] = shared  # most recent last
+        while len(_SHARED) > _SHARED_VALUES:
+            del _SHARED[next(iter(_SHARED))]
+    whole, rest = divmod(n, SHARED_ROWS)
+    chunk = pa.array(shared, type)
+    chunks = [chunk] * whole + ([chunk.slice(0, rest)] if rest else [])
+    return pa.chunked_array(chunks, type)

@@ -23,11 +23,11 @@ from mergetable.core.filters import to_expression
 from mergetable.core.option_values import MIB
 from mergetable.core.paths import PathFactory
 from mergetable.core.predicates import Conjunct, columns_of, point_values, restrict
-from mergetable.core.rowkind import any_retract, is_retract
+from mergetable.core.rowkind import RowKind, any_retract, is_retract
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema
 from mergetable.merge import MergeFunction
 from mergetable.merge.base import WRITE_MASK, drop_write_mask, with_write_mask
-from mergetable.merge.layout import take_rows
+from mergetable.merge.layout import take_keyed
 from mergetable.metadata.models import DataFileMeta
 from mergetable.read.datafile import (
     RowGroupSlice,
@@ -39,7 +39,7 @@ from mergetable.read.datafile import (
 )
 from mergetable.read.deletion import has_vectors, merged_with_vectors, read_section
 from mergetable.read.key_ranges import range_filter
-from mergetable.read.order import effective_sequence, oldest_first, sequence_ordered
+from mergetable.read.order import effective_sequence, oldest_first, repeated, sequence_ordered
 from mergetable.read.parallel import merge_threads, ordered_map, ordered_streams
 from mergetable.read.plain import plain_file
 from mergetable.read.projection import FileProjection
@@ -104,6 +104,7 @@ class SplitReader:
         self.piece_rows = PIECE_ROWS
         first = keys[0] if keys else None
         self.window_key = first if first is not None and windowable(fs.field(first).type) else None
+        self.single_key = first if len(keys) == 1 else None
         self.points = None if first is None else point_values(dnf, first, fs.field(first).type, POINT_VALUES)
         self._projections: dict[int, FileProjection] = {}
 
@@ -154,27 +155,41 @@ class SplitReader:
         plain: bool = False,
         sequenced: bool = True,
         row_groups: RowGroupSlice | None = None,
+        visible: bool = False,
     ) -> pa.Table:
         """Read one data file (only ``row_groups`` of it, when given). ``plain``: only user columns;
         ``sequenced=False``: ``_SEQUENCE_NUMBER`` is replaced by the file's maximum (valid when runs are
-        merged in sequence order, see merged_section)."""
+        merged in sequence order, see merged_section); ``visible``: for a merge whose visible rows are all its
+        caller keeps (see :meth:`_file_columns`)."""
         path = self.paths.data_file(split.partition, split.bucket, f.file_name)
-        table = self._read_columns(path, f, self._file_columns(plain, sequenced), filter_expr, row_groups)
-        return self._as_read(table, f, plain, sequenced)
+        columns = self._file_columns(plain, sequenced, f if visible else None)
+        return self._as_read(self._read_columns(path, f, columns, filter_expr, row_groups), f, plain, sequenced)
 
-    def _file_columns(self, plain: bool, sequenced: bool) -> list[str]:
+    def _file_columns(self, plain: bool, sequenced: bool, visible: DataFileMeta | None = None) -> list[str]:
+        """The columns read of a file: ``plain``: the user's; else the key-value columns, ``_SEQUENCE_NUMBER`` only
+        when ``sequenced``, and ``_VALUE_KIND`` unless ``visible`` is a file without retractions read for visible
+        rows (which do not tell +I from +U: :meth:`_as_read` fills in +I)."""
         if plain:
             return self.plain_columns
-        return self.read_columns if sequenced else self.unsequenced_columns
+        columns = self.read_columns if sequenced else self.unsequenced_columns
+        if visible is not None and visible.delete_row_count == 0 and visible.write_cols is None:
+            return [c for c in columns if c != VALUE_KIND]
+        return columns
 
     def _as_read(self, table: pa.Table, f: DataFileMeta, plain: bool, sequenced: bool) -> pa.Table:
-        """Rows read from ``f`` (:meth:`_file_columns`) as the reader's key-value (or ``plain``) schema."""
+        """Rows read from ``f`` (:meth:`_file_columns`) as the reader's key-value (or ``plain``) schema; system
+        columns left unread are filled in, uncopied (:func:`.order.repeated`)."""
         schema = self.plain_schema if plain else self.read_schema
-        if not plain and not sequenced:
-            seq = pa.array(np.full(table.num_rows, f.max_sequence_number, dtype=np.int64))
-            table = table.append_column(SEQUENCE_NUMBER, seq).select(self.read_columns)
-        elif not plain:
-            table = effective_sequence(table, f, self.snapshot_ordering)
+        if not plain:
+            if sequenced:
+                table = effective_sequence(table, f, self.snapshot_ordering)
+            names = table.schema.names
+            filled = {SEQUENCE_NUMBER: f.max_sequence_number, VALUE_KIND: int(RowKind.INSERT)}
+            missing = [c for c in self.read_columns if c in filled and c not in names]
+            for c in missing:
+                table = table.append_column(schema.field(c), repeated(filled[c], table.num_rows, schema.field(c).type))
+            if missing:
+                table = table.select(self.read_columns)
         if not table.schema.equals(schema):
             table = table.cast(schema)
         if f.write_cols is not None and not plain:
@@ -277,7 +292,7 @@ class SplitReader:
             return self.finish(drop_write_mask(self.merge_function.merge(rows, seq_ordered=seq_ordered)))
         if any_retract(rows.column(VALUE_KIND)):
             idx = idx[~is_retract(np.asarray(rows.column(VALUE_KIND).to_numpy())[idx])]
-        return self._user_rows(take_rows(rows.select(self.plain_columns), idx))
+        return self._user_rows(take_keyed(rows.select(self.plain_columns), idx, self.single_key))
 
     def read_split_kv(self, split: Split) -> Iterator[pa.Table]:
         for runs in split.sections:

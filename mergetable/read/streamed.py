@@ -48,9 +48,10 @@ class StreamReader(Protocol):
         plain: bool = ...,
         sequenced: bool = ...,
         row_groups: RowGroupSlice | None = ...,
+        visible: bool = ...,
     ) -> pa.Table: ...
     def _as_read(self, table: pa.Table, f: DataFileMeta, plain: bool, sequenced: bool) -> pa.Table: ...
-    def _file_columns(self, plain: bool, sequenced: bool) -> list[str]: ...
+    def _file_columns(self, plain: bool, sequenced: bool, visible: DataFileMeta | None = ...) -> list[str]: ...
     def stream_file(
         self,
         split: Split,
@@ -97,7 +98,8 @@ def merged_windows(
     def load(f: DataFileMeta, part: RowGroupSlice) -> pa.Table:
         source = streams.get(f.file_name)
         if source is None:
-            table = reader.read_file(split, f, key_filter, sequenced=sequenced, row_groups=part if part.ids else None)
+            groups = part if part.ids else None
+            table = reader.read_file(split, f, key_filter, sequenced=sequenced, row_groups=groups, visible=visible)
         else:
             table = reader._as_read(source.take(part.rows), f, False, sequenced)
             if key_filter is not None and (f.file_name, part.ids) not in inside:
@@ -114,7 +116,7 @@ def merged_windows(
         groups = None if len(parts) == 1 and not parts[0].ids else [p.ids for p in kept]
         rows = sum(p.rows for p in parts)
         row_bytes = sum(p.nbytes for p in parts) / max(1, rows)
-        columns = reader._file_columns(False, sequenced)
+        columns = reader._file_columns(False, sequenced, f if visible else None)
         if kept:
             ahead = budget if prefetch else 0
             streams[f.file_name] = reader.stream_file(split, f, columns, groups, ahead, row_bytes)

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mergetable.metadata.models import DataFileMeta
+from mergetable.read.datafile import RowGroupSlice
 from mergetable.read.order import oldest_first, sequence_ordered
 from mergetable.read.parallel import ordered_map
 from mergetable.read.scan import Split
@@ -35,7 +36,14 @@ class WholeReader(Protocol):
     window_key: str | None
 
     def read_file(
-        self, split: Split, f: DataFileMeta, filter_expr: pc.Expression | None, plain: bool = ..., sequenced: bool = ...
+        self,
+        split: Split,
+        f: DataFileMeta,
+        filter_expr: pc.Expression | None,
+        plain: bool = ...,
+        sequenced: bool = ...,
+        row_groups: RowGroupSlice | None = ...,
+        visible: bool = ...,
     ) -> pa.Table: ...
 
     def split_filters(self, split: Split) -> tuple[pc.Expression | None, pc.Expression | None]: ...
@@ -55,7 +63,7 @@ def merged_whole(
     key_filter = reader.split_filters(split)[0]
 
     def decode(f: DataFileMeta) -> pa.Table:
-        return reader.read_file(split, f, key_filter, sequenced=not seq_ordered)
+        return reader.read_file(split, f, key_filter, sequenced=not seq_ordered, visible=True)
 
     tables = list(ordered_map(decode, files, max(2, len(files))))
     keys = [t.column(key) if t.num_rows else None for t in tables]
