@@ -132,7 +132,10 @@ def take_keyed(rows: pa.Table, idx: np.ndarray, key: str | None) -> pa.Table:
         return take_rows(rows, idx)
     # n distinct ascending integers from first to last are exactly that range
     keys = pa.array(np.arange(first, last + 1, dtype=field.type.to_pandas_dtype()), field.type)
-    return take_rows(rows.remove_column(i), idx).add_column(i, field, keys)
+    rest = rows.remove_column(i)
+    if not rest.num_columns:  # the key alone
+        return pa.Table.from_arrays([keys], schema=rows.schema)
+    return take_rows(rest, idx).add_column(i, field, keys)
 
 
 __all__ = [

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND
+from mergetable.merge.arrays import take_keyed
 from mergetable.merge.engines.partial_update import dense_rank
 from mergetable.merge.layout import Layout, newest_per_key, stable_int_argsort, take_rows
 
@@ -150,3 +151,33 @@ def test_take_rows_checks_bounds_once_for_every_column() -> None:
     for bad in ([0, 5], [-1, 2]):
         with pytest.raises(IndexError, match="out of bounds for 5 rows"):
             take_rows(table, np.array(bad))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(-20, 20), max_size=30).map(lambda v: sorted(set(v))), min_size=1, max_size=7),
+    st.sampled_from([pa.int64(), pa.int32(), pa.int8(), pa.uint8(), pa.timestamp("us")]),
+)
+def test_take_keyed_equals_take_rows(pieces: list[list[int]], key_type: pa.DataType) -> None:
+    """Survivors of sorted runs, dense in key or not: the key column made from its range is the one gathered."""
+    if key_type == pa.uint8():
+        pieces = [[k + 20 for k in p] for p in pieces]
+    table = _chunked([np.array(p, np.int64) for p in pieces], key_type)
+    if table.num_rows == 0:
+        return
+    idx = newest_per_key(table, ["k"], seq_ordered=True)
+    assert idx is not None
+    expected = take_rows(table, idx)
+    for rows in (table, table.select(["k"])):  # with value columns, and the key alone (a count)
+        got = take_keyed(rows, idx, "k")
+        assert got.schema == rows.schema
+        assert got.equals(expected.select(rows.column_names))
+
+
+def test_take_keyed_gathers_what_is_not_a_range() -> None:
+    table = rows([1, 2, 4, 4])
+    assert take_keyed(table, np.array([0, 1, 3]), "k").column("k").to_pylist() == [1, 2, 4]  # 1..4 is not 3 keys
+    assert take_keyed(table, np.array([0, 1]), None).column("k").to_pylist() == [1, 2]
+    assert take_keyed(table, np.arange(4), "k") is table  # every row in order: not copied
+    nulls = rows([1, 2, None])
+    assert take_keyed(nulls, np.array([0, 2]), "k").column("k").to_pylist() == [1, None]  # a null key: gathered
