@@ -331,9 +331,7 @@ def test_a_killed_driver_restarts_from_its_checkpoint_without_loss_or_duplicates
     assert as_rows(streamed) == as_rows(expected)  # nothing lost, nothing doubled
 
 
-def test_a_stream_of_a_postpone_table_sees_staged_rows_once_they_are_moved(
-    spark: SparkSession, tmp_path: Path
-) -> None:
+def test_a_stream_of_a_postpone_table_sees_staged_rows_once_they_are_moved(spark: SparkSession, tmp_path: Path) -> None:
     t = create(str(tmp_path / "t"), bucket="-2", **{"write-only": "true", "postpone.default-bucket-num": "2"})
     put(t, {1: 10, 2: 20})  # a batch write: fixed buckets, visible at once
     checkpoint = tmp_path / "ck"
