@@ -329,3 +329,20 @@ def test_a_killed_driver_restarts_from_its_checkpoint_without_loss_or_duplicates
     streamed = [r for i in ids for r in json.loads((out / f"batch-{i}.json").read_text())]
     expected = source.changelog(0, latest.id).to_pylist()
     assert as_rows(streamed) == as_rows(expected)  # nothing lost, nothing doubled
+
+
+def test_a_stream_of_a_postpone_table_sees_staged_rows_once_they_are_moved(spark: SparkSession, tmp_path: Path) -> None:
+    t = create(str(tmp_path / "t"), bucket="-2", **{"write-only": "true", "postpone.default-bucket-num": "2"})
+    put(t, {1: 10, 2: 20})  # a batch write: fixed buckets, visible at once
+    checkpoint = tmp_path / "ck"
+    first = [r for _, rows in stream(spark, t.uri, checkpoint) for r in rows]
+    assert first == [("+I", 1, 10), ("+I", 2, 20)]
+    w = t.new_writer()  # a bare writer: staged
+    w.write(pa.table({"k": [2, 3], "v": [21, 30]}, schema=SCHEMA))
+    t.commit(w.prepare_commit())
+    assert [r for _, rows in stream(spark, t.uri, checkpoint) for r in rows] == []  # staged: nothing yet
+    t.compact()
+    moved = [r for _, rows in stream(spark, t.uri, checkpoint) for r in rows]
+    assert sorted(moved) == [("+I", 2, 21), ("+I", 3, 30)]  # as written, once, when the compaction moves them
+    assert [r for _, rows in stream(spark, t.uri, checkpoint) for r in rows] == []
+    assert follower(t, **{"scan.snapshot-id": "2"}) == [sorted(moved)]
