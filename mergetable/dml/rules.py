@@ -82,9 +82,11 @@ def check_update(opts: TableOptions, operation: str) -> None:
 
 
 def check_assigned(schema: TableSchema, columns: Iterable[str], operation: str) -> None:
-    """Refuse assigning a primary-key or partition column (a key change is a delete plus an insert)."""
+    """Refuse assigning a primary-key or partition column (a key change is a delete plus an insert); a
+    deduplicate cross-partition table's partition columns may change (the key moves, as a write would move it)."""
+    movable = schema.is_cross_partition and schema.table_options.merge_engine is MergeEngine.DEDUPLICATE
     for c in columns:
-        if c in schema.partition_keys:
+        if c in schema.partition_keys and not movable:
             raise SchemaError(f"{operation}: an update cannot change a partition column (delete and insert instead)", c)
         if c in schema.primary_keys:
             raise SchemaError(

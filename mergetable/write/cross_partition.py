@@ -126,8 +126,9 @@ class CrossPartitionRouter:
         ({'id': [1, 1, 2], 'dt': ['a', 'b', 'b']}, [3, 0, 0])
     """
 
-    def __init__(self, schema: TableSchema, bootstrap: Callable[[], KeyLocations]) -> None:
+    def __init__(self, schema: TableSchema, bootstrap: Callable[[], KeyLocations], guarded: bool = True) -> None:
         self.schema = schema
+        self.guarded = guarded
         self.rule = existing_rule(schema.table_options.merge_engine)
         self._bootstrap = bootstrap
         self._keys: pa.Table | None = None
@@ -136,7 +137,8 @@ class CrossPartitionRouter:
         self.base_snapshot_id: int | None = None
         """The snapshot whose key locations the rows were routed against."""
         self.places_keys = False
-        """Whether a routed key was new to the table or moved to another partition (the commit's check)."""
+        """Whether a routed key was new to the table or moved to another partition (the commit's check; never
+        with ``guarded`` false: a whole-table overwrite, which replaces whatever is live when it commits)."""
 
     def _load(self) -> pa.Table:
         if self._keys is None:
@@ -192,7 +194,7 @@ class CrossPartitionRouter:
         target, keep, delete_at, final = _sequential(self.rule, key_of, own, old, retract)
         out, out_kinds = self._emit(table, kinds, own, target, keep, delete_at)
         has = final >= 0
-        self.places_keys = self.places_keys or bool((final[has] != old[has]).any())
+        self.places_keys = self.places_keys or (self.guarded and bool((final[has] != old[has]).any()))
         rest = state.join(distinct.select(trimmed), trimmed, join_type="left anti", use_threads=False)
         added = distinct.filter(pa.array(has)).select(trimmed).append_column(PARTITION_ID, pa.array(final[has]))
         self._keys = pa.concat_tables([rest.select(state.schema.names).cast(state.schema), added.cast(state.schema)])
@@ -308,7 +310,7 @@ def router_for(schema: TableSchema, bootstrap: KeyBootstrap | None, overwrite: b
                 "key live in a partition it keeps and one it writes; overwrite the whole table (overwrite=True "
                 "with 'dynamic-partition-overwrite' = 'false') or write upserts"
             )
-        return CrossPartitionRouter(schema, lambda: KeyLocations.of(schema, pa.table({}), None))
+        return CrossPartitionRouter(schema, lambda: KeyLocations.of(schema, pa.table({}), None), guarded=False)
     if bootstrap is None:
         raise UnsupportedError(
             "a writer of a cross-partition upsert table needs the table's key index: write through "

@@ -1,0 +1,161 @@
+"""Cross-partition upsert tables (a primary key without a partition key): each merge engine's rule for a key that
+lives in another partition, rows of one key in one write, reads, DML, compaction, changelog, time travel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import mergetable as mt
+from mergetable.core.errors import OptionsError, UnsupportedError
+
+SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("v", pa.int64())])
+
+
+def make(tmp_path: Path, **options: str) -> mt.Table:
+    return mt.create_table(str(tmp_path / "t"), SCHEMA, ["id"], ["dt"], options=dict(options))
+
+
+def rows(t: mt.Table, **read: Any) -> list[tuple[Any, ...]]:
+    got = t.read(**read).to_pydict()
+    return sorted(zip(got["id"], got["dt"], got["v"], strict=True))
+
+
+def data(ids: list[int], dts: list[str], vs: list[int | None]) -> pa.Table:
+    return pa.table({"id": ids, "dt": dts, "v": vs}, schema=SCHEMA)
+
+
+def live_partitions(t: mt.Table) -> dict[int, set[str]]:
+    """Per key, the partitions whose files hold a live (merged) row of it: each partition read on its own."""
+    out: dict[int, set[str]] = {}
+    for dt in ("a", "b", "c", "z"):
+        for k in t.read(filter=[("dt", "=", dt)]).column("id").to_pylist():
+            out.setdefault(k, set()).add(dt)
+    return out
+
+
+@pytest.mark.parametrize("bucket", ["3", "-2"])
+def test_only_dynamic_bucket_mode_holds_a_cross_partition_table(tmp_path: Path, bucket: str) -> None:
+    with pytest.raises(OptionsError, match=r"'bucket'.*dynamic bucket mode"):
+        make(tmp_path, bucket=bucket)
+    t = make(tmp_path)
+    assert t.table_schema.is_cross_partition and t.table_schema.table_options.bucket == -1
+    assert not mt.create_table(str(tmp_path / "u"), SCHEMA, ["id", "dt"], ["dt"]).table_schema.is_cross_partition
+
+
+def test_deduplicate_deletes_the_key_in_its_old_partition(tmp_path: Path) -> None:
+    t = make(tmp_path, **{"changelog-producer": "input"})
+    t.write(data([1, 2, 3], ["a", "a", "b"], [1, 2, 3]))
+    t.write(data([1, 3], ["b", "b"], [10, 30]))
+    assert rows(t) == [(1, "b", 10), (2, "a", 2), (3, "b", 30)]
+    assert rows(t, filter=[("dt", "=", "a")]) == [(2, "a", 2)]
+    assert t.count() == 3 and t.count([("dt", "=", "b")]) == 2
+    assert live_partitions(t) == {1: {"b"}, 2: {"a"}, 3: {"b"}}
+    changes = t.changelog(1, 2).to_pydict()
+    assert sorted(zip(changes["_row_kind"], changes["id"], changes["dt"], strict=True)) == [
+        ("+I", 1, "b"),
+        ("+I", 3, "b"),
+        ("-D", 1, "a"),
+    ]
+    assert rows(t, snapshot_id=1) == [(1, "a", 1), (2, "a", 2), (3, "b", 3)]
+
+
+def test_partial_update_and_aggregation_update_the_old_partition(tmp_path: Path) -> None:
+    t = make(tmp_path / "p", **{"merge-engine": "partial-update"})
+    t.write(data([1, 2], ["a", "a"], [1, 2]))
+    t.write(data([1, 3, 3], ["b", "c", "a"], [None, 30, 31]))
+    assert rows(t) == [(1, "a", 1), (2, "a", 2), (3, "c", 31)]
+    agg = make(tmp_path / "g", **{"merge-engine": "aggregation", "fields.v.aggregate-function": "sum"})
+    agg.write(data([1, 2], ["a", "a"], [1, 2]))
+    agg.write(data([1, 1, 4, 4], ["b", "c", "c", "b"], [10, 100, 4, 40]))
+    assert rows(agg) == [(1, "a", 111), (2, "a", 2), (4, "c", 44)]
+    assert live_partitions(agg) == {1: {"a"}, 2: {"a"}, 4: {"c"}}
+
+
+def test_first_row_keeps_the_old_row(tmp_path: Path) -> None:
+    t = make(tmp_path, **{"merge-engine": "first-row"})
+    t.write(data([1], ["a"], [1]))
+    t.write(data([1, 2, 2, 2], ["b", "c", "b", "c"], [10, 20, 21, 22]))
+    assert rows(t) == [(1, "a", 1), (2, "c", 20)]
+
+
+def test_rows_of_one_key_in_one_write_are_routed_in_order(tmp_path: Path) -> None:
+    t = make(tmp_path)
+    t.write(data([1], ["a"], [0]))
+    # a -> b -> a -> c -> b, then a retract named in a partition the key is not in, then back to a
+    t.write(data([1, 1, 1, 1], ["b", "a", "c", "b"], [1, 2, 3, 4]))
+    assert rows(t) == [(1, "b", 4)] and live_partitions(t) == {1: {"b"}}
+    t.write(pa.table({"id": [1, 1], "dt": ["z", "a"], "v": [None, 5]}, schema=SCHEMA), row_kind=["-D", "+I"])
+    assert rows(t) == [(1, "a", 5)] and live_partitions(t) == {1: {"a"}}
+    t.write(data([1], ["c"], [None]), row_kind="-D")  # a delete goes to where the key lives
+    assert rows(t) == [] and t.count() == 0
+
+
+def test_keys_moved_by_one_batch_are_known_to_the_next(tmp_path: Path) -> None:
+    t = make(tmp_path)
+    t.write(data([1, 2], ["a", "a"], [1, 2]))
+    batches = [data([1], ["b"], [10]).to_batches()[0], data([1, 2], ["c", "b"], [11, 20]).to_batches()[0]]
+    t.write(pa.RecordBatchReader.from_batches(SCHEMA, batches))
+    assert rows(t) == [(1, "c", 11), (2, "b", 20)] and live_partitions(t) == {1: {"c"}, 2: {"b"}}
+
+
+def test_compaction_time_travel_and_system_tables(tmp_path: Path) -> None:
+    t = make(tmp_path, **{"dynamic-bucket.target-row-num": "2"})
+    t.write(data(list(range(6)), ["a"] * 6, list(range(6))))
+    t.write(data([0, 1, 5], ["b", "c", "b"], [10, 11, 15]))
+    t.compact(full=True, progress=False)
+    expected = [(0, "b", 10), (1, "c", 11), (2, "a", 2), (3, "a", 3), (4, "a", 4), (5, "b", 15)]
+    assert rows(t) == expected and t.count() == 6
+    assert live_partitions(t) == {k: {dt} for k, dt, _ in expected}
+    assert rows(t, snapshot_id=1) == [(k, "a", k) for k in range(6)]
+    buckets = t.system_table("buckets").to_pydict()
+    assert sum(buckets["record_count"]) == 6
+    assert t.system_table("table_indexes").num_rows > 0
+    t.write(data([2], ["c"], [12]))  # after compaction, the key index still knows where 2 is
+    assert (2, "c", 12) in rows(t) and t.count() == 6
+
+
+def test_dml_moves_a_key_when_an_update_changes_its_partition(tmp_path: Path) -> None:
+    t = make(tmp_path)
+    t.write(data([1, 2, 3], ["a", "a", "b"], [1, 2, 3]))
+    t.update([("id", "=", 1)], new_values={"dt": "c"})
+    assert rows(t) == [(1, "c", 1), (2, "a", 2), (3, "b", 3)] and live_partitions(t)[1] == {"c"}
+    t.delete([("id", "=", 3)])
+    t.delete_keys({"id": [2]})
+    assert rows(t) == [(1, "c", 1)]
+    t.merge(data([1, 4], ["a", "a"], [100, 4])).when_matched_update_all().when_not_matched_insert_all().execute()
+    assert rows(t) == [(1, "a", 100), (4, "a", 4)] and live_partitions(t) == {1: {"a"}, 4: {"a"}}
+
+
+def test_writers_that_cannot_route_are_refused(tmp_path: Path) -> None:
+    t = make(tmp_path)
+    t.write(data([1], ["a"], [1]))
+    with pytest.raises(UnsupportedError, match=r"Table\.write"):
+        t.new_writer().write(data([1], ["b"], [2]))
+    with pytest.raises(UnsupportedError, match="overwrite"):
+        t.write(data([1], ["b"], [2]), overwrite=True)
+    whole = make(tmp_path / "w", **{"dynamic-partition-overwrite": "false"})
+    whole.write(data([1, 2], ["a", "a"], [1, 2]))
+    whole.write(data([1, 1], ["b", "c"], [2, 3]), overwrite=True)
+    assert rows(whole) == [(1, "c", 3)]
+
+
+def test_the_key_index_is_read_once_for_consecutive_writes(tmp_path: Path) -> None:
+    t = make(tmp_path)
+    reads: list[int] = []
+    t.write(data([1], ["a"], [1]))
+    index = t.writing().key_index
+    assert index is not None
+    real = index.read
+    index.read = lambda columns, sid: (reads.append(sid), real(columns, sid))[1]
+    t.write(data([1, 2], ["b", "b"], [2, 2]))
+    t.compact(full=True, progress=False)
+    t.write(data([2], ["a"], [3]))
+    assert reads == []  # snapshots 1 and 2 came from this table object's writes, 3 only compacted
+    other = mt.open_table(str(tmp_path / "t"))
+    other.write(data([1], ["c"], [4]))  # another table object: reads the keys itself
+    t.write(data([1], ["a"], [5]))
+    assert reads == [5] and rows(t) == [(1, "a", 5), (2, "a", 3)]
