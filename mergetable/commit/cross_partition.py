@@ -2,53 +2,45 @@
 
 A writer of a cross-partition table (:mod:`mergetable.write.cross_partition`) routes each key against the key
 locations of one snapshot, its base. Two writers that place one key in two partitions would both land (the
-HASH indexes of different partitions never meet), so a commit that inserts a key new to the table or moves a
-key is refused with :class:`~mergetable.core.errors.BucketAssignmentConflictError` when any commit since its
-base changed a HASH index of the table (:func:`key_move_guard`): conservative, as Paimon allows one writer job
-of such a table. Writes that only update keys where they live commit side by side.
+HASH indexes of different partitions never meet, and a key moved back to a partition it once lived in changes
+no HASH index at all), and so would an update in place racing a move of the same key. So a commit that routed
+any row but retracts is refused with :class:`~mergetable.core.errors.BucketAssignmentConflictError` when a
+commit other than a compaction landed since its base (:func:`key_route_guard`): conservative, as Paimon allows
+one writer job of such a table. Retract-only writes (deletes) and compactions commit beside any writer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from mergetable.commit.index_manifest import IndexManifestIO
 from mergetable.commit.snapshots import SnapshotManager
-from mergetable.core.dynamic_buckets import HASH_INDEX
 from mergetable.core.errors import BucketAssignmentConflictError
 from mergetable.core.fileio import FileIO
-from mergetable.metadata.models import Snapshot
+from mergetable.metadata.models import CommitKind, Snapshot
 from mergetable.write.cross_partition import CrossPartitionRouter, KeyBootstrap, KeyLocations
 
 Guard = Callable[[Snapshot | None], None]
 
 
-def _hash_names(indexes: IndexManifestIO, snapshot: Snapshot | None) -> frozenset[str]:
-    return frozenset(e.index_file.file_name for e in indexes.entries(snapshot) if e.index_file.index_type == HASH_INDEX)
-
-
-def key_move_guard(fileio: FileIO, base_id: int | None, then: Guard | None = None) -> Guard:
-    """A commit precondition (run in every attempt, on the latest snapshot) refusing the commit when a HASH
-    index changed since snapshot ``base_id`` (None: an empty table); then runs ``then``.
+def key_route_guard(fileio: FileIO, base_id: int | None, then: Guard | None = None) -> Guard:
+    """A commit precondition (run in every attempt, on the latest snapshot) refusing the commit when a snapshot
+    other than a compaction was made after snapshot ``base_id`` (None: an empty table); then runs ``then``.
 
     Raises:
-        BucketAssignmentConflictError: from the guard, naming both snapshots.
+        BucketAssignmentConflictError: from the guard, naming the snapshots.
     """
-    indexes = IndexManifestIO(fileio)
     snapshots = SnapshotManager(fileio)
-    base: frozenset[str] | None = frozenset()
-    if base_id is not None:
-        base = _hash_names(indexes, snapshots.load(base_id)) if snapshots.exists(base_id) else None
 
     def guard(latest: Snapshot | None) -> None:
-        latest_id = None if latest is None else latest.id
-        if latest_id != base_id and (base is None or _hash_names(indexes, latest) != base):
-            raise BucketAssignmentConflictError(
-                f"this write of a cross-partition upsert table placed new keys or moved keys between partitions "
-                f"against snapshot {base_id}, and a concurrent commit up to snapshot {latest_id} placed keys too: "
-                "a key could end up live in two partitions, so nothing was committed; write the rows again "
-                "(one writer at a time places keys in such a table)"
-            )
+        latest_id = 0 if latest is None else latest.id
+        for sid in range((base_id or 0) + 1, latest_id + 1):
+            kind = snapshots.load(sid).commit_kind if snapshots.exists(sid) else None
+            if kind is not CommitKind.COMPACT:
+                raise BucketAssignmentConflictError(
+                    f"this write of a cross-partition upsert table routed its keys against snapshot {base_id}, "
+                    f"and snapshot {sid} was committed since: a key could end up live in two partitions, so "
+                    "nothing was committed; write the rows again (one writer at a time writes such a table)"
+                )
         if then is not None:
             then(latest)
 
@@ -64,4 +56,4 @@ def remember_keys(index: KeyBootstrap | None, router: CrossPartitionRouter, data
         index.remember(KeyLocations(loc.keys, loc.partitions, loc.values, data.id))
 
 
-__all__ = ["key_move_guard", "remember_keys"]
+__all__ = ["key_route_guard", "remember_keys"]

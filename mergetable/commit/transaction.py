@@ -35,7 +35,7 @@ import pyarrow as pa
 
 from mergetable.commit.bucket_index import LatestHashIndex, hash_files
 from mergetable.commit.committer import Committer
-from mergetable.commit.cross_partition import key_move_guard, remember_keys
+from mergetable.commit.cross_partition import key_route_guard, remember_keys
 from mergetable.commit.discard import discard_uncommitted
 from mergetable.commit.maintenance import expire_after_commit
 from mergetable.commit.overwrite import check_overwrite, check_partitions, overwrite_spec
@@ -244,8 +244,8 @@ class WriteTransaction:
         if self.precondition is not None:
             guard = functools.partial(self.precondition, messages)
         router = None if self._writer is None else self._writer.router
-        if router is not None and router.places_keys:
-            guard = key_move_guard(self.fileio, router.base_snapshot_id, guard)
+        if router is not None and router.routed_rows:
+            guard = key_route_guard(self.fileio, router.base_snapshot_id, guard)
         try:
             spec = overwrite_spec(self.schema, messages, self.overwrite)
             committer = Committer(self.fileio, self.schema, self.commit_user)

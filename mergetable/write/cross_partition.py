@@ -136,8 +136,8 @@ class CrossPartitionRouter:
         self._values: pa.Table | None = None
         self.base_snapshot_id: int | None = None
         """The snapshot whose key locations the rows were routed against."""
-        self.places_keys = False
-        """Whether a routed key was new to the table or moved to another partition (the commit's check; never
+        self.routed_rows = False
+        """Whether a row that is not a retract was routed: the commit then checks for concurrent writes (never
         with ``guarded`` false: a whole-table overwrite, which replaces whatever is live when it commits)."""
 
     def _load(self) -> pa.Table:
@@ -190,11 +190,12 @@ class CrossPartitionRouter:
         found = distinct.join(state, trimmed, join_type="inner", use_threads=False)
         old = np.full(groups, -1, dtype=np.int32)
         old[_np(found.column(_KEY))] = _np(found.column(PARTITION_ID))
-        retract = is_retract(np.asarray(kinds.to_numpy(zero_copy_only=False)))
-        target, keep, delete_at, final = _sequential(self.rule, key_of, own, old, retract)
+        codes = np.asarray(kinds.to_numpy(zero_copy_only=False))
+        removes = removes_key(self.schema, codes)
+        target, keep, delete_at, final = _sequential(self.rule, key_of, own, old, is_retract(codes), removes)
         out, out_kinds = self._emit(table, kinds, own, target, keep, delete_at)
         has = final >= 0
-        self.places_keys = self.places_keys or (self.guarded and bool((final[has] != old[has]).any()))
+        self.routed_rows = self.routed_rows or (self.guarded and not is_retract(codes).all())
         rest = state.join(distinct.select(trimmed), trimmed, join_type="left anti", use_threads=False)
         added = distinct.filter(pa.array(has)).select(trimmed).append_column(PARTITION_ID, pa.array(final[has]))
         self._keys = pa.concat_tables([rest.select(state.schema.names).cast(state.schema), added.cast(state.schema)])
@@ -242,55 +243,83 @@ def _np(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return np.asarray(col.to_numpy())
 
 
+def removes_key(schema: TableSchema, kinds: np.ndarray) -> np.ndarray:
+    """Which rows of kinds ``kinds`` remove their key, so that the key lives nowhere after them: every retract of a
+    deduplicate or first-row table, a ``-D`` of a partial-update or aggregation table that removes records on
+    delete (``*.remove-record-on-delete``); other retracts change the row in place."""
+    opts = schema.table_options
+    rule = existing_rule(opts.merge_engine)
+    if rule is not ExistingRule.USE_OLD:
+        return is_retract(kinds)
+    engine = opts.merge_engine
+    if (engine is MergeEngine.PARTIAL_UPDATE and opts.partial_update_remove_record_on_delete) or (
+        engine is MergeEngine.AGGREGATION and opts.aggregation_remove_record_on_delete
+    ):
+        return np.asarray(kinds == int(RowKind.DELETE))
+    return np.zeros(len(kinds), dtype=bool)
+
+
 def _sequential(
-    rule: ExistingRule, key_of: np.ndarray, own: np.ndarray, old: np.ndarray, retract: np.ndarray
+    rule: ExistingRule, key_of: np.ndarray, own: np.ndarray, old: np.ndarray, retract: np.ndarray, removes: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Each row's partition, whether it is kept, the partition of the ``-D`` written before it (-1: none), and
     each key's partition after the rows (-1: none), as processing the rows in order would give.
 
-    ``key_of``: each row's key (0..k-1), ``own``: its partition, ``old``: each key's partition before (-1: none).
+    ``key_of``: each row's key (0..k-1), ``own``: its partition, ``old``: each key's partition before (-1: none),
+    ``retract``: the ``-U``/``-D`` rows, ``removes``: those of them after which the key lives nowhere.
 
+    >>> no = np.array([False, False, False])
     >>> t, k, d, f = _sequential(ExistingRule.DELETE, np.array([0, 0, 0]), np.array([1, 2, 1], np.int32),
-    ...                          np.array([-1], np.int32), np.array([False, False, False]))
+    ...                          np.array([-1], np.int32), no, no)
     >>> t.tolist(), d.tolist(), f.tolist()
     ([1, 2, 1], [-1, 1, 2], [1])
+    >>> t, k, d, f = _sequential(ExistingRule.USE_OLD, np.array([0, 0, 0]), np.array([1, 2, 2], np.int32),
+    ...                          np.array([0], np.int32), no, no)
+    >>> t.tolist(), f.tolist()
+    ([0, 0, 0], [0])
     """
     n = len(key_of)
     order = np.argsort(key_of, kind="stable")
-    key_s, own_s, retract_s = key_of[order], own[order], retract[order]
+    key_s, own_s, retract_s, removes_s = key_of[order], own[order], retract[order], removes[order]
     pos = np.arange(n)
-    start = np.ones(n, dtype=bool)
-    start[1:] = key_s[1:] != key_s[:-1]
-    group_start = np.maximum.accumulate(np.where(start, pos, 0))
-    starts = np.flatnonzero(start)
-    last = np.append(starts[1:], n) - 1
-    old_s = old[key_s]
+    # a segment: a key's rows up to and including one that removes it; the key lives nowhere when the next begins
+    prior_removes = np.cumsum(removes_s) - removes_s
+    boundary = np.ones(n, dtype=bool)
+    boundary[1:] = (key_s[1:] != key_s[:-1]) | (prior_removes[1:] != prior_removes[:-1])
+    first_of_key = np.ones(n, dtype=bool)
+    first_of_key[1:] = key_s[1:] != key_s[:-1]
+    seg_start = np.maximum.accumulate(np.where(boundary, pos, 0))
+    starts = np.flatnonzero(boundary)
+    sizes = np.diff(np.append(starts, n))
+    start_old = np.where(first_of_key[starts], old[key_s[starts]], -1)
+    old_s = np.repeat(start_old, sizes)
+    insert_s = ~retract_s
     keep_s = np.ones(n, dtype=bool)
     delete_s = np.full(n, -1, dtype=np.int32)
     if rule is ExistingRule.DELETE:
-        last_insert = np.maximum.accumulate(np.where(~retract_s, pos, -1))
-        at = np.where(last_insert >= group_start, own_s[np.maximum(last_insert, 0)], old_s)
-        before = np.where(start, old_s, np.roll(at, 1))
+        last_insert = np.maximum.accumulate(np.where(insert_s, pos, -1))
+        at = np.where(last_insert >= seg_start, own_s[np.maximum(last_insert, 0)], old_s)  # before a removal
+        before = np.where(boundary, old_s, np.roll(at, 1))
         target_s = np.where(retract_s & (before >= 0), before, own_s)
-        moves = ~retract_s & (before >= 0) & (before != own_s)
+        moves = insert_s & (before >= 0) & (before != own_s)
         delete_s[moves] = before[moves]
-        final = at[last]
+        after = np.where(removes_s, -1, at)
     else:
-        first_insert = np.minimum.reduceat(np.where(~retract_s, pos, n), starts)
-        has_insert = first_insert < n
-        home = np.where(has_insert, own_s[np.minimum(first_insert, n - 1)], -1)
-        final = np.where(old[key_s[starts]] >= 0, old[key_s[starts]], home).astype(np.int32)
-        final_s = np.repeat(final, np.diff(np.append(starts, n)))
-        covered = (old_s >= 0) | (pos >= np.repeat(first_insert, np.diff(np.append(starts, n))))
-        target_s = np.where(covered, final_s, own_s)
+        first_insert = np.minimum.reduceat(np.where(insert_s, pos, n), starts)
+        home = np.where(first_insert < n, own_s[np.minimum(first_insert, n - 1)], -1)
+        seg_home = np.repeat(np.where(start_old >= 0, start_old, home), sizes)
+        covered = (old_s >= 0) | (pos >= np.repeat(first_insert, sizes))
+        target_s = np.where(covered, seg_home, own_s)
         if rule is ExistingRule.SKIP_NEW:
-            keep_s = ~covered | (final_s == own_s)
-            target_s = own_s
+            keep_s = ~covered | (seg_home == own_s) | retract_s
+            target_s = np.where(retract_s, target_s, own_s)
+        after = np.where(removes_s, -1, np.where(covered, seg_home, -1))
+    last = np.append(np.flatnonzero(first_of_key)[1:], n) - 1
     target = np.empty(n, dtype=np.int32)
     keep = np.empty(n, dtype=bool)
     delete_at = np.empty(n, dtype=np.int32)
     target[order], keep[order], delete_at[order] = target_s, keep_s, delete_s
-    return target, keep, delete_at, np.asarray(final, dtype=np.int32)
+    return target, keep, delete_at, np.asarray(after[last], dtype=np.int32)
 
 
 def router_for(schema: TableSchema, bootstrap: KeyBootstrap | None, overwrite: bool | dict[str, Any]) -> Any:

@@ -159,3 +159,24 @@ def test_the_key_index_is_read_once_for_consecutive_writes(tmp_path: Path) -> No
     other.write(data([1], ["c"], [4]))  # another table object: reads the keys itself
     t.write(data([1], ["a"], [5]))
     assert reads == [5] and rows(t) == [(1, "a", 5), (2, "a", 3)]
+
+
+def test_a_write_routed_before_a_concurrent_commit_is_refused(tmp_path: Path) -> None:
+    t = make(tmp_path)
+    t.write(data([1, 2], ["b", "a"], [0, 0]))
+    t.write(data([1], ["a"], [1]))  # 1 moved b -> a: partition b's HASH index still lists it
+    other = mt.open_table(str(tmp_path / "t"))
+    in_place = t.writing()
+    in_place.write(data([1], ["a"], [2]))  # an update where the key lives: no HASH index changes
+    other.write(data([1], ["b"], [3]))  # moved back to b: no HASH index changes either
+    with pytest.raises(mt.BucketAssignmentConflictError, match="snapshot 3"):
+        in_place.commit()
+    deleting = t.writing()
+    deleting.write(data([2], ["z"], [None]), row_kind="-D")  # only retracts: commits beside anything
+    other.write(data([3], ["c"], [3]))
+    deleting.commit()
+    moving = t.writing()
+    moving.write(data([3], ["a"], [4]))
+    other.compact(full=True, progress=False)  # a compaction since the base does not refuse a write
+    moving.commit()
+    assert rows(t) == [(1, "b", 3), (3, "a", 4)] and live_partitions(t) == {1: {"b"}, 3: {"a"}}
