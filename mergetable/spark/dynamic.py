@@ -46,7 +46,7 @@ from mergetable.commit.index_manifest import IndexManifestIO
 from mergetable.commit.snapshots import SnapshotManager
 from mergetable.core.buckets import Partition
 from mergetable.core.dynamic_buckets import MAX_DYNAMIC_BUCKETS, key_hashes
-from mergetable.core.errors import OptionsError, SnapshotNotFoundError
+from mergetable.core.errors import OptionsError, SnapshotNotFoundError, UnsupportedError
 from mergetable.core.fileio import FileIO
 from mergetable.core.option_map import OptionMap
 from mergetable.core.paths import INDEX_FILE_PREFIX
@@ -252,6 +252,22 @@ def _empty(partition: Partition) -> PartitionHashes:
     return PartitionHashes()
 
 
+def refuse_cross_partition(schema: TableSchema) -> None:
+    """Refuse a Spark write into a cross-partition upsert table (a primary key without a partition key): its rows
+    are routed to the partition their key lives in by the Python writers only (:mod:`mergetable.write.cross_partition`).
+
+    Raises:
+        UnsupportedError: naming the table mode and what to use instead.
+    """
+    if schema.is_cross_partition:
+        raise UnsupportedError(
+            f"Spark writes into a cross-partition upsert table (primary key {list(schema.primary_keys)} without "
+            f"partition key(s) {[p for p in schema.partition_keys if p not in schema.primary_keys]}, dynamic "
+            "bucket mode) are not supported: write it with Table.write (mergetable.open_table(uri).write(...)), "
+            "or include the partition keys in the primary key"
+        )
+
+
 __all__ = [
     "CHANNELS_OPTION",
     "OpenBucketAssigner",
@@ -260,6 +276,7 @@ __all__ = [
     "index_prefix",
     "live_index_files",
     "open_buckets",
+    "refuse_cross_partition",
     "shuffle_by_channel",
     "take_channels",
     "task_assigner",

@@ -45,7 +45,13 @@ from mergetable.core.schema import TableSchema
 from mergetable.core.txn import Txn
 from mergetable.merge import validate_merge_options
 from mergetable.metadata.models import CommitMessage
-from mergetable.spark.dynamic import index_prefix, live_index_files, take_channels, task_assigner
+from mergetable.spark.dynamic import (
+    index_prefix,
+    live_index_files,
+    refuse_cross_partition,
+    take_channels,
+    task_assigner,
+)
 from mergetable.spark.errors import concise_errors
 from mergetable.spark.merge_schema import data_schema, evolve_for_write
 from mergetable.spark.options import WriteOptions
@@ -165,6 +171,7 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
     ignore = [rk] if rk else []
     if table_exists(wo.uri, wo.storage):
         table = open_table(wo.uri, wo.storage)
+        refuse_cross_partition(table.table_schema)
         overrides = wo.check_against(table.table_options, table.primary_key, table.partition_keys)
         mode = parse_write_mode(options, overwrite, table.partition_keys)
         renames = case_renames([c for c in columns if c not in ignore], table.schema.names, mode.case_sensitive)
@@ -192,6 +199,7 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
     # Without 'primary-key' the table created is an append table (rows kept as written), as in Paimon.
     data = StructType([f for f in schema.fields if f.name not in ignore])
     created = TableSchema.create(arrow_schema_of(data), wo.primary_key, wo.partition_keys or (), wo.table_options)
+    refuse_cross_partition(created)
     validate_merge_options(created)
     mode = parse_write_mode(options, overwrite, created.partition_keys)
     return WriteJob(
