@@ -180,3 +180,16 @@ def test_a_write_routed_before_a_concurrent_commit_is_refused(tmp_path: Path) ->
     other.compact(full=True, progress=False)  # a compaction since the base does not refuse a write
     moving.commit()
     assert rows(t) == [(1, "b", 3), (3, "a", 4)] and live_partitions(t) == {1: {"b"}, 3: {"a"}}
+
+
+@pytest.mark.parametrize("producer", ["lookup", "full-compaction"])
+def test_a_move_is_a_delete_and_an_insert_in_the_produced_changelog(tmp_path: Path, producer: str) -> None:
+    t = make(tmp_path, **{"changelog-producer": producer})
+    t.write(data([1, 2], ["a", "a"], [1, 2]))
+    t.compact(full=True, progress=False)
+    first = t.latest_snapshot_id()
+    t.write(data([1, 2], ["b", "a"], [10, 20]))
+    t.compact(full=True, progress=False)
+    changes = t.changelog(first, t.latest_snapshot_id()).to_pydict()
+    got = sorted(zip(changes["_row_kind"], changes["id"], changes["dt"], changes["v"], strict=True))
+    assert got == [("+I", 1, "b", 10), ("+U", 2, "a", 20), ("-D", 1, "a", 1), ("-U", 2, "a", 2)]
