@@ -3,6 +3,8 @@ lives in another partition, rows of one key in one write, reads, DML, compaction
 
 from __future__ import annotations
 
+import datetime
+import random
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ import mergetable as mt
 from mergetable.core.errors import OptionsError, UnsupportedError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("v", pa.int64())])
+DAY = datetime.date(2024, 1, 1)
 
 
 def make(tmp_path: Path, **options: str) -> mt.Table:
@@ -193,3 +196,39 @@ def test_a_move_is_a_delete_and_an_insert_in_the_produced_changelog(tmp_path: Pa
     changes = t.changelog(first, t.latest_snapshot_id()).to_pydict()
     got = sorted(zip(changes["_row_kind"], changes["id"], changes["dt"], changes["v"], strict=True))
     assert got == [("+I", 1, "b", 10), ("+U", 2, "a", 20), ("-D", 1, "a", 1), ("-U", 2, "a", 2)]
+
+
+@pytest.mark.parametrize("engine", ["deduplicate", "partial-update", "first-row"])
+def test_composite_keys_and_null_partitions_across_table_objects(tmp_path: Path, engine: str) -> None:
+    """Two key columns, two partition columns (nulls included); every other write through a freshly opened table,
+    which reads the key index from the table."""
+    schema = pa.schema(
+        [("k1", pa.string()), ("k2", pa.int32()), ("p1", pa.int64()), ("p2", pa.date32()), ("v", pa.int64())]
+    )
+    options = {"merge-engine": engine, "dynamic-bucket.target-row-num": "3"}
+    t = mt.create_table(str(tmp_path / "t"), schema, ["k1", "k2"], ["p1", "p2"], options=options)
+    rnd = random.Random(3)
+    oracle: dict[tuple[str, int], tuple[tuple[Any, Any], int]] = {}
+    for step in range(12):
+        rows = [
+            (
+                (rnd.choice("xyz"), rnd.randint(0, 4)),
+                (rnd.choice([1, 2, None]), rnd.choice([DAY, None])),
+                rnd.randint(0, 99),
+            )
+            for _ in range(rnd.randint(1, 20))
+        ]
+        t = mt.open_table(str(tmp_path / "t")) if step % 2 else t
+        columns = {"k1": [r[0][0] for r in rows], "k2": [r[0][1] for r in rows], "p1": [r[1][0] for r in rows]}
+        t.write(pa.table({**columns, "p2": [r[1][1] for r in rows], "v": [r[2] for r in rows]}, schema=schema))
+        for key, part, v in rows:
+            old = oracle.get(key)
+            if old is None or engine == "deduplicate":
+                oracle[key] = (part, v)
+            elif engine == "partial-update":
+                oracle[key] = (old[0], v)
+        if step % 5 == 4:
+            t.compact(full=True, progress=False)
+        got = t.read().to_pylist()
+        assert len(got) == len(oracle) == t.count()
+        assert {(r["k1"], r["k2"]): ((r["p1"], r["p2"]), r["v"]) for r in got} == oracle
