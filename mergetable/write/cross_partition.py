@@ -187,7 +187,7 @@ class CrossPartitionRouter:
         )
         key_of = np.empty(n, dtype=np.int64)
         key_of[_np(joined.column(_ROW))] = _np(joined.column(_KEY))
-        found = distinct.join(state, trimmed, join_type="inner", use_threads=False)
+        found = state.join(distinct, trimmed, join_type="inner", use_threads=False)  # the batch is the build side
         old = np.full(groups, -1, dtype=np.int32)
         old[_np(found.column(_KEY))] = _np(found.column(PARTITION_ID))
         codes = np.asarray(kinds.to_numpy(zero_copy_only=False))
