@@ -1,0 +1,234 @@
+"""Spark writes into cross-partition upsert tables (a primary key without the partition key): ``mergetable.spark.write``
+gives the table the Python writer gives for every merge engine as keys move between partitions, retried attempts
+route and place alike and commit once, a commit after a concurrent write is refused, and the writes that cannot
+route exactly (``df.write.format``, streams, partition overwrites) are refused naming what to use."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import types as T
+from test_spark_dynamic_buckets import _writes, assert_one_bucket_per_key, keys_by_bucket
+
+import mergetable as mt
+import mergetable.spark as mts
+from mergetable.commit.index_manifest import IndexManifestIO
+from mergetable.commit.snapshots import SnapshotManager
+from mergetable.core.dynamic_buckets import key_hashes
+from mergetable.spark.writer import STAGING_DIR, MergeTableWriter, TaskCommit, plan_write
+
+SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("v", pa.string()), ("w", pa.int64())])
+DDL = "id long, dt string, v string, w long"
+SPARK_SCHEMA = T.StructType(
+    [
+        T.StructField("id", T.LongType()),
+        T.StructField("dt", T.StringType()),
+        T.StructField("v", T.StringType()),
+        T.StructField("w", T.LongType()),
+    ]
+)
+TARGET = "8"
+Row = tuple[int, str, str | None, int | None]
+ENGINES: dict[str, dict[str, str]] = {
+    "deduplicate": {},
+    "partial-update": {"merge-engine": "partial-update"},
+    "first-row": {"merge-engine": "first-row"},
+    "aggregation": {"merge-engine": "aggregation", "fields.w.aggregate-function": "sum"},
+}
+
+
+def _options(engine: str) -> dict[str, str]:
+    return {
+        "dynamic-bucket.target-row-num": TARGET,
+        "dynamic-partition-overwrite": "false",  # overwrite=True replaces the whole table, as a Spark overwrite
+        **ENGINES[engine],
+    }
+
+
+def _rows(ids: Any, shift: int, v: str, nulls: bool = False) -> list[Row]:
+    """One row per key: partition ``d{(id + shift) % 3}``; with ``nulls`` every other row leaves v and w null."""
+    return [
+        (i, f"d{(i + shift) % 3}", None if nulls and i % 2 else f"{v}{i}", None if nulls and i % 2 else i) for i in ids
+    ]
+
+
+WRITES: list[tuple[list[Row], bool]] = [
+    (_rows(range(60), 0, "a"), False),  # load
+    (_rows([*range(0, 60, 2), *range(60, 90)], 1, "b"), False),  # half the keys name another partition; new keys
+    (_rows(range(30, 75), 2, "c", nulls=True), False),  # moves again, some back; partial rows
+    (_rows(range(20, 50), 0, "d"), True),  # a whole-table overwrite
+    (_rows(range(40, 70), 1, "e"), False),  # moves after the overwrite
+]
+
+
+def _table(rows: list[Row]) -> pa.Table:
+    return pa.table({n: [r[i] for r in rows] for i, n in enumerate(SCHEMA.names)}, schema=SCHEMA)
+
+
+def _sorted(t: mt.Table) -> pa.Table:
+    return t.read().sort_by("id")
+
+
+def _python_table(uri: str, engine: str, writes: list[tuple[list[Row], bool]]) -> mt.Table:
+    t = mt.create_table(uri, SCHEMA, ["id"], ["dt"], options=_options(engine))
+    for rows, overwrite in writes:
+        t.write(_table(rows), overwrite=overwrite)
+    return t
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+def test_spark_write_gives_the_python_table(spark: SparkSession, tmp_path: Path, engine: str) -> None:
+    expected = _python_table(str(tmp_path / "py"), engine, WRITES)
+    uri = str(tmp_path / "spark")
+    opts = {"primary-key": "id", "partition-keys": "dt", **_options(engine)}
+    for n, (rows, overwrite) in enumerate(WRITES, 1):
+        df = spark.createDataFrame(rows, DDL).repartition(4)  # round robin: each input task holds every partition
+        mts.write(df, uri, "overwrite" if overwrite else "append", options=opts, num_partitions=3)
+        t = mt.open_table(uri)
+        assert t.table_schema.is_cross_partition
+        py = mt.open_table(str(tmp_path / "py"))
+        got = _sorted(t)
+        assert got["id"].to_pylist() == sorted(set(got["id"].to_pylist()))  # no key live in two partitions
+        assert_one_bucket_per_key(t)
+        if n == len(WRITES):
+            assert got.equals(_sorted(py))
+    assert _sorted(mt.open_table(uri)).equals(_sorted(expected))
+    t = mt.open_table(uri)
+    assert _writes(t) == _writes(expected)  # each job one snapshot (none when first-row drops every row)
+    assert max(len(ids) for ids in keys_by_bucket(t).values()) <= int(TARGET)  # exact placement per channel
+
+
+def test_keys_move_as_each_engine_says(spark: SparkSession, tmp_path: Path) -> None:
+    """A key written into another partition: deduplicate moves it, partial-update merges it where it lives,
+    first-row keeps the old row; a retract (naming another partition) removes the key where it lives."""
+    got = {}
+    for engine in ("deduplicate", "partial-update", "first-row"):
+        uri = str(tmp_path / engine)
+        opts = {"primary-key": "id", "partition-keys": "dt", **_options(engine)}
+        if engine == "partial-update":
+            opts["partial-update.remove-record-on-delete"] = "true"
+        mts.write(spark.createDataFrame([(1, "a", "x", 1), (2, "a", "y", 2)], DDL), uri, options=opts)
+        mts.write(spark.createDataFrame([(1, "b", None, 5)], DDL), uri, options=opts)
+        if engine != "first-row":  # which takes no retracts
+            kinds = spark.createDataFrame([(2, "z", None, None, "-D")], f"{DDL}, _row_kind string")
+            mts.write(kinds, uri, options=opts)
+        got[engine] = mt.open_table(uri).read().sort_by("id").to_pylist()
+    assert got["deduplicate"] == [{"id": 1, "dt": "b", "v": None, "w": 5}]
+    assert got["partial-update"] == [{"id": 1, "dt": "a", "v": "x", "w": 5}]
+    assert got["first-row"] == [{"id": 1, "dt": "a", "v": "x", "w": 1}, {"id": 2, "dt": "a", "v": "y", "w": 2}]
+
+
+def _batches(rows: list[Row]) -> list[pa.RecordBatch]:
+    return _table(rows).to_batches()
+
+
+def _by_channel(rows: list[Row], channels: int) -> list[list[Row]]:
+    """The rows as ``mergetable.spark.write`` shuffles them: by key hash mod ``channels`` alone."""
+    group = key_hashes([pa.array([r[0] for r in rows], pa.int64())], ["id"]).view(np.uint32) % channels
+    return [[r for r, g in zip(rows, group.tolist(), strict=True) if g == c] for c in range(channels)]
+
+
+def _plan(uri: str, channels: int | None = 2) -> MergeTableWriter:
+    options = {"path": uri}
+    if channels is not None:
+        options["dynamic-bucket.assigner-channels"] = str(channels)
+    return MergeTableWriter(plan_write(options, SPARK_SCHEMA, False))
+
+
+def _shape(task: TaskCommit) -> list[tuple[Any, int, int, int]]:
+    return sorted(
+        (m.partition, m.bucket, sum(f.row_count for f in m.new_files), sum(i.row_count for i in m.new_index_files))
+        for m in task.messages
+    )
+
+
+@pytest.mark.parametrize("engine", ["deduplicate", "partial-update"])
+def test_retried_attempts_route_alike_and_commit_once(tmp_path: Path, engine: str) -> None:
+    uri = str(tmp_path / "t")
+    base, rows = _rows(range(40), 0, "a"), _rows(range(0, 60, 2), 1, "b")
+    t = _python_table(uri, engine, [(base, False)])
+    writer = _plan(uri)
+    parts = _by_channel(rows, 2)
+
+    def task(p: int, attempt: int, tid: int) -> TaskCommit:
+        return writer.write_task(_batches(parts[p]), p, attempt, tid)
+
+    first = [task(p, 0, 10 + p) for p in range(2)]
+    t.compact(full=True, progress=False)  # a compaction meanwhile moves no key: the commit still lands
+    second = [task(p, 1, 20 + p) for p in range(2)]  # a retry, or a speculative copy, of each task
+    for a, b in zip(first, second, strict=True):
+        assert _shape(a) == _shape(b)
+        assert a.routed_rows and b.routed_rows
+    task(0, 2, 30)  # killed: its message never reaches the driver, its files are found by the job's tag
+    writer.commit([second[0], first[1], first[0], second[1]])
+    t = mt.open_table(uri)
+    assert _writes(t) == 2
+    expected = _python_table(str(tmp_path / "py"), engine, [(base, False), (rows, False)])
+    assert _sorted(t).equals(_sorted(expected))
+    assert_one_bucket_per_key(t)
+    indexes = IndexManifestIO(t.fileio)
+    referenced = {e.index_file.file_name for s in SnapshotManager(t.fileio).snapshots() for e in indexes.entries(s)}
+    assert {p.name for p in (tmp_path / "t" / "index").iterdir()} <= referenced  # no loser's HASH file left
+    assert _orphans(t, tmp_path / "t") == set()  # no file of a losing or killed attempt left
+    assert not (tmp_path / "t" / STAGING_DIR).exists()
+
+
+def _orphans(t: mt.Table, root: Path) -> set[str]:
+    """Data files under ``root`` that no snapshot added."""
+    added = {e.file.file_name for s in SnapshotManager(t.fileio).snapshots() for e in t.delta_entries(s)}
+    return {p.name for p in root.rglob("*.parquet")} - added
+
+
+def test_a_commit_after_a_concurrent_write_is_refused(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    t = _python_table(uri, "deduplicate", [(_rows(range(10), 0, "a"), False)])
+    writer = _plan(uri)
+    parts = _by_channel(_rows(range(5), 1, "s"), 2)
+    tasks = [writer.write_task(_batches(parts[p]), p, 0, p) for p in range(2)]
+    t.write(_table(_rows([3], 2, "meanwhile")))  # moves key 3 after the Spark job read the keys
+    before = _sorted(t)
+    with pytest.raises(mt.BucketAssignmentConflictError, match="cross-partition upsert table"):
+        writer.commit(tasks)
+    writer.abort(tasks)
+    t = mt.open_table(uri)
+    assert _writes(t) == 2 and _sorted(t).equals(before)
+    assert _orphans(t, tmp_path / "t") == set()
+    assert not (tmp_path / "t" / STAGING_DIR).exists()
+
+
+def test_unshuffled_writes_and_partition_overwrites_are_refused(spark: SparkSession, tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    t = _python_table(uri, "deduplicate", [(_rows([1], 0, "a"), False)])
+    before = _sorted(t)
+    df = spark.createDataFrame(_rows([1, 2], 1, "b"), DDL)
+    with pytest.raises(Exception, match=r"cross-partition upsert table.*mergetable\.spark\.write"):
+        df.write.format("mergetable").mode("append").save(uri)
+    with pytest.raises(mt.UnsupportedError, match=r"writeStream.*foreach_batch"):  # the streaming sink plans so
+        plan_write({"path": uri}, SPARK_SCHEMA, False)
+    with pytest.raises(mt.UnsupportedError, match=r"mergetable\.spark\.write"):  # nor created by one
+        plan_write({"path": str(tmp_path / "new"), "primary-key": "id", "partition-keys": "dt"}, SPARK_SCHEMA, False)
+    with pytest.raises(Exception, match="partition overwrite"):
+        mts.write(df, uri, "overwrite", options={"partitionOverwriteMode": "dynamic"})
+    with pytest.raises(Exception, match="partition overwrite"):
+        mts.write(df, uri, "overwrite", options={"replaceWhere": "dt = 'd1'"})
+    assert _sorted(mt.open_table(uri)).equals(before)
+    assert not (tmp_path / "new").exists()
+
+
+def test_foreach_batch_writes_each_micro_batch_once(spark: SparkSession, tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    _python_table(uri, "deduplicate", [(_rows(range(6), 0, "a"), False)])
+    write_batch = mts.foreach_batch(uri, "app")
+    batch = spark.createDataFrame(_rows(range(3, 9), 1, "b"), DDL).repartition(3)
+    write_batch(batch, 0)
+    write_batch(batch, 0)  # replayed after a failure: skipped
+    expected = _python_table(str(tmp_path / "py"), "deduplicate", [(_rows(range(6), 0, "a"), False)])
+    expected.write(_table(_rows(range(3, 9), 1, "b")))
+    t = mt.open_table(uri)
+    assert _writes(t) == 2
+    assert _sorted(t).equals(_sorted(expected))
