@@ -45,7 +45,7 @@ from mergetable.core.schema import TableSchema
 from mergetable.core.txn import Txn
 from mergetable.merge import validate_merge_options
 from mergetable.metadata.models import CommitMessage
-from mergetable.spark.cross_partition import check_write, commit_precondition, task_router
+from mergetable.spark.cross_partition import RoutingReport, check_write, commit_precondition, task_report, task_router
 from mergetable.spark.dynamic import index_prefix, live_index_files, take_channels, task_assigner
 from mergetable.spark.errors import concise_errors
 from mergetable.spark.merge_schema import data_schema, evolve_for_write
@@ -136,8 +136,8 @@ class TaskCommit(WriterCommitMessage):
     rows: int = 0
     partition_overwrite_mode: str | None = None
     """The session's ``spark.sql.sources.partitionOverwriteMode`` as the task saw it (None: not asked or unset)."""
-    routed_rows: bool = False
-    """A cross-partition table's rows (not only retracts) were routed: the commit checks for concurrent writes."""
+    routing: RoutingReport | None = None
+    """What a cross-partition table's task routed, which the commit checks (:mod:`mergetable.spark.cross_partition`)."""
 
     @property
     def marker(self) -> str:
@@ -193,7 +193,7 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
             txn=wo.txn,
             dynamic_channels=channels,
         )
-        check_write(job.schema, job.overwrite, channels)
+        check_write(job.schema, job.overwrite)
         return job
     # Without 'primary-key' the table created is an append table (rows kept as written), as in Paimon.
     data = StructType([f for f in schema.fields if f.name not in ignore])
@@ -212,7 +212,7 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
         txn=wo.txn,
         dynamic_channels=channels,
     )
-    check_write(job.schema, job.overwrite, channels)
+    check_write(job.schema, job.overwrite)
     return job
 
 
@@ -261,10 +261,9 @@ class MergeTableWriter(DataSourceArrowWriter):
                     latest=job.index_latest,
                     tag=job_tag(job.job_id),
                 )
-            router = (
-                task_router(job.table(), job.base_snapshot_id, job.overwrite) if job.schema.is_cross_partition else None
-            )
-            if router is not None:  # every attempt routes against the pinned snapshot's keys
+            router = None
+            if job.schema.is_cross_partition:  # every attempt routes against the pinned snapshot's keys
+                router = task_router(job.table(), job.base_snapshot_id, job.overwrite, job.dynamic_channels is not None)
                 tx.writer.router = router
             pending: list[pa.RecordBatch] = []
             size = 0
@@ -285,9 +284,9 @@ class MergeTableWriter(DataSourceArrowWriter):
                     "written through Spark (as in Paimon, whose append tables take inserts only); delete them with "
                     "Table.delete(filter) or Table.write(rows, row_kind=...) in Python"
                 )
-            routed = router is not None and router.routed_rows
+            routing = None if router is None else task_report(router)
             messages = tx.hand_off()
-        return TaskCommit(partition_id, attempt, task_attempt_id, messages, rows, routed_rows=routed)
+        return TaskCommit(partition_id, attempt, task_attempt_id, messages, rows, routing=routing)
 
     def _write_chunk(self, tx: WriteTransaction, batches: list[pa.RecordBatch]) -> None:
         data = pa.Table.from_batches(batches)
@@ -313,8 +312,8 @@ class MergeTableWriter(DataSourceArrowWriter):
         done = table.find_commit(job.commit_user, job.identifier, job.base_snapshot_id)
         keep = set().union(*(w.file_names for w in winners))
         if done is None:
-            routed = any(w.routed_rows for w in winners)
-            guard = commit_precondition(table, job.overwrite, job.base_snapshot_id, routed)
+            reports = [w.routing for w in winners if w.routing is not None]
+            guard = commit_precondition(table, job.overwrite, job.base_snapshot_id, reports)
             tx = table.writing(
                 job.overwrite, commit_user=job.commit_user, identifier=job.identifier, txn=job.txn, precondition=guard
             )

@@ -1,7 +1,8 @@
 """Spark writes into cross-partition upsert tables (a primary key without the partition key): ``mergetable.spark.write``
-gives the table the Python writer gives for every merge engine as keys move between partitions, retried attempts
-route and place alike and commit once, a commit after a concurrent write is refused, and the writes that cannot
-route exactly (``df.write.format``, streams, partition overwrites) are refused naming what to use."""
+and ``df.write.format`` give the table the Python writer gives for every merge engine as keys move between
+partitions, retried attempts route and place alike and commit once, a commit after a concurrent write is refused,
+tasks of one ``df.write`` that leave a key in two partitions are refused, and streams and partition overwrites are
+refused naming what to use."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import mergetable.spark as mts
 from mergetable.commit.index_manifest import IndexManifestIO
 from mergetable.commit.snapshots import SnapshotManager
 from mergetable.core.dynamic_buckets import key_hashes
+from mergetable.spark.sink import plan_stream_write
 from mergetable.spark.writer import STAGING_DIR, MergeTableWriter, TaskCommit, plan_write
 
 SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("v", pa.string()), ("w", pa.int64())])
@@ -81,14 +83,26 @@ def _python_table(uri: str, engine: str, writes: list[tuple[list[Row], bool]]) -
     return t
 
 
-@pytest.mark.parametrize("engine", list(ENGINES))
-def test_spark_write_gives_the_python_table(spark: SparkSession, tmp_path: Path, engine: str) -> None:
+@pytest.mark.parametrize(
+    ("engine", "api"),
+    [
+        *((e, "helper") for e in ENGINES),
+        ("deduplicate", "format"),
+        ("partial-update", "format"),
+        ("first-row", "format"),
+    ],
+)
+def test_spark_write_gives_the_python_table(spark: SparkSession, tmp_path: Path, engine: str, api: str) -> None:
     expected = _python_table(str(tmp_path / "py"), engine, WRITES)
     uri = str(tmp_path / "spark")
     opts = {"primary-key": "id", "partition-keys": "dt", **_options(engine)}
     for n, (rows, overwrite) in enumerate(WRITES, 1):
         df = spark.createDataFrame(rows, DDL).repartition(4)  # round robin: each input task holds every partition
-        mts.write(df, uri, "overwrite" if overwrite else "append", options=opts, num_partitions=3)
+        mode = "overwrite" if overwrite else "append"
+        if api == "helper":
+            mts.write(df, uri, mode, options=opts, num_partitions=3)
+        else:  # one row a key: tasks never disagree
+            df.write.format("mergetable").mode(mode).options(**opts).save(uri)
         t = mt.open_table(uri)
         assert t.table_schema.is_cross_partition
         py = mt.open_table(str(tmp_path / "py"))
@@ -100,7 +114,8 @@ def test_spark_write_gives_the_python_table(spark: SparkSession, tmp_path: Path,
     assert _sorted(mt.open_table(uri)).equals(_sorted(expected))
     t = mt.open_table(uri)
     assert _writes(t) == _writes(expected)  # each job one snapshot (none when first-row drops every row)
-    assert max(len(ids) for ids in keys_by_bucket(t).values()) <= int(TARGET)  # exact placement per channel
+    if api == "helper":
+        assert max(len(ids) for ids in keys_by_bucket(t).values()) <= int(TARGET)  # exact placement per channel
 
 
 def test_keys_move_as_each_engine_says(spark: SparkSession, tmp_path: Path) -> None:
@@ -163,7 +178,8 @@ def test_retried_attempts_route_alike_and_commit_once(tmp_path: Path, engine: st
     second = [task(p, 1, 20 + p) for p in range(2)]  # a retry, or a speculative copy, of each task
     for a, b in zip(first, second, strict=True):
         assert _shape(a) == _shape(b)
-        assert a.routed_rows and b.routed_rows
+        assert a.routing is not None and a.routing.routed_rows and a.routing.hashes is None
+        assert a.routing == b.routing
     task(0, 2, 30)  # killed: its message never reaches the driver, its files are found by the job's tag
     writer.commit([second[0], first[1], first[0], second[1]])
     t = mt.open_table(uri)
@@ -201,21 +217,70 @@ def test_a_commit_after_a_concurrent_write_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "t" / STAGING_DIR).exists()
 
 
-def test_unshuffled_writes_and_partition_overwrites_are_refused(spark: SparkSession, tmp_path: Path) -> None:
+def _unshuffled(uri: str, tasks: list[list[Row]], attempt: int = 0) -> tuple[MergeTableWriter, list[TaskCommit]]:
+    """A ``df.write.format`` job whose tasks got ``tasks``' rows (not shuffled by key), each run once."""
+    writer = _plan(uri, channels=None)
+    return writer, [writer.write_task(_batches(rows), p, attempt, p) for p, rows in enumerate(tasks)]
+
+
+def test_unshuffled_tasks_that_leave_a_key_in_two_partitions_are_refused(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    t = _python_table(uri, "deduplicate", [(_rows(range(10), 0, "a"), False)])  # key 1 in d1, key 2 in d2
+    before = _sorted(t)
+    moves = [[(1, "d2", "x", 1), (20, "d0", "n", 20)], [(1, "d0", "y", 1), (20, "d1", "m", 20)]]
+    in_place = [[(1, "d2", "x", 1)], [(1, "d1", "y", 1)]]  # one moves key 1, the other updates it where it was
+    for tasks in (moves, in_place):
+        writer, commits = _unshuffled(uri, tasks)
+        with pytest.raises(mt.UnsupportedError, match=r"2 key\(s\)|1 key\(s\)") as err:
+            writer.commit(commits)
+        assert "mergetable.spark.write" in str(err.value) and "repartition" in str(err.value)
+        writer.abort(commits)
+        t = mt.open_table(uri)
+        assert _writes(t) == 1 and _sorted(t).equals(before)
+        assert _orphans(t, tmp_path / "t") == set()
+        assert not (tmp_path / "t" / STAGING_DIR).exists()
+
+
+@pytest.mark.parametrize("engine", ["deduplicate", "partial-update"])
+def test_unshuffled_tasks_that_agree_commit_and_retry_alike(tmp_path: Path, engine: str) -> None:
+    """Both tasks move key 1 to d0, update key 2 in place (partial-update: both merge where it lives), and
+    insert key 30 into d1; a retried attempt reports and writes what the first did."""
+    uri = str(tmp_path / "t")
+    base = _rows(range(10), 0, "a")
+    t = _python_table(uri, engine, [(base, False)])
+    tasks = [[(1, "d0", "x", 1), (2, "d2", "x", 2), (30, "d1", "x", 30)], [(1, "d0", "x", 1), (2, "d2", "x", 2)]]
+    tasks[1].append((30, "d1", "x", 30))
+    writer, first = _unshuffled(uri, tasks)
+    second = [writer.write_task(_batches(rows), p, 1, 10 + p) for p, rows in enumerate(tasks)]
+    for a, b in zip(first, second, strict=True):
+        assert _shape(a) == _shape(b)
+        assert a.routing is not None and b.routing is not None and a.routing.hashes is not None
+        assert a.routing.hashes.tolist() == b.routing.hashes.tolist() and len(a.routing.hashes) == 3
+    writer.commit([first[0], second[1], second[0], first[1]])
+    t = mt.open_table(uri)
+    expected = _python_table(str(tmp_path / "py"), engine, [(base, False), (tasks[0], False)])
+    assert _writes(t) == 2 and _sorted(t).equals(_sorted(expected))
+    assert_one_bucket_per_key(t)
+    assert _orphans(t, tmp_path / "t") == set()
+
+
+def test_streams_and_partition_overwrites_are_refused(spark: SparkSession, tmp_path: Path) -> None:
     uri = str(tmp_path / "t")
     t = _python_table(uri, "deduplicate", [(_rows([1], 0, "a"), False)])
     before = _sorted(t)
     df = spark.createDataFrame(_rows([1, 2], 1, "b"), DDL)
-    with pytest.raises(Exception, match=r"cross-partition upsert table.*mergetable\.spark\.write"):
-        df.write.format("mergetable").mode("append").save(uri)
-    with pytest.raises(mt.UnsupportedError, match=r"writeStream.*foreach_batch"):  # the streaming sink plans so
-        plan_write({"path": uri}, SPARK_SCHEMA, False)
-    with pytest.raises(mt.UnsupportedError, match=r"mergetable\.spark\.write"):  # nor created by one
-        plan_write({"path": str(tmp_path / "new"), "primary-key": "id", "partition-keys": "dt"}, SPARK_SCHEMA, False)
+    with pytest.raises(mt.UnsupportedError, match=r"writeStream.*foreach_batch"):
+        plan_stream_write({"path": uri}, SPARK_SCHEMA, False)
+    with pytest.raises(mt.UnsupportedError, match=r"writeStream.*foreach_batch"):  # nor created by one
+        plan_stream_write(
+            {"path": str(tmp_path / "new"), "primary-key": "id", "partition-keys": "dt"}, SPARK_SCHEMA, False
+        )
     with pytest.raises(Exception, match="partition overwrite"):
         mts.write(df, uri, "overwrite", options={"partitionOverwriteMode": "dynamic"})
     with pytest.raises(Exception, match="partition overwrite"):
         mts.write(df, uri, "overwrite", options={"replaceWhere": "dt = 'd1'"})
+    with pytest.raises(Exception, match="partition overwrite"):
+        df.write.format("mergetable").mode("overwrite").option("partitionOverwriteMode", "dynamic").save(uri)
     assert _sorted(mt.open_table(uri)).equals(before)
     assert not (tmp_path / "new").exists()
 
