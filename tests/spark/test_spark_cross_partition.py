@@ -6,11 +6,13 @@ refused naming what to use."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
@@ -68,7 +70,7 @@ WRITES: list[tuple[list[Row], bool]] = [
 ]
 
 
-def _table(rows: list[Row]) -> pa.Table:
+def _table(rows: Sequence[Row]) -> pa.Table:
     return pa.table({n: [r[i] for r in rows] for i, n in enumerate(SCHEMA.names)}, schema=SCHEMA)
 
 
@@ -76,7 +78,7 @@ def _sorted(t: mt.Table) -> pa.Table:
     return t.read().sort_by("id")
 
 
-def _python_table(uri: str, engine: str, writes: list[tuple[list[Row], bool]]) -> mt.Table:
+def _python_table(uri: str, engine: str, writes: Sequence[tuple[Sequence[Row], bool]]) -> mt.Table:
     t = mt.create_table(uri, SCHEMA, ["id"], ["dt"], options=_options(engine))
     for rows, overwrite in writes:
         t.write(_table(rows), overwrite=overwrite)
@@ -138,7 +140,7 @@ def test_keys_move_as_each_engine_says(spark: SparkSession, tmp_path: Path) -> N
     assert got["first-row"] == [{"id": 1, "dt": "a", "v": "x", "w": 1}, {"id": 2, "dt": "a", "v": "y", "w": 2}]
 
 
-def _batches(rows: list[Row]) -> list[pa.RecordBatch]:
+def _batches(rows: Sequence[Row]) -> list[pa.RecordBatch]:
     return _table(rows).to_batches()
 
 
@@ -217,7 +219,9 @@ def test_a_commit_after_a_concurrent_write_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "t" / STAGING_DIR).exists()
 
 
-def _unshuffled(uri: str, tasks: list[list[Row]], attempt: int = 0) -> tuple[MergeTableWriter, list[TaskCommit]]:
+def _unshuffled(
+    uri: str, tasks: Sequence[Sequence[Row]], attempt: int = 0
+) -> tuple[MergeTableWriter, list[TaskCommit]]:
     """A ``df.write.format`` job whose tasks got ``tasks``' rows (not shuffled by key), each run once."""
     writer = _plan(uri, channels=None)
     return writer, [writer.write_task(_batches(rows), p, attempt, p) for p, rows in enumerate(tasks)]
@@ -248,13 +252,14 @@ def test_unshuffled_tasks_that_agree_commit_and_retry_alike(tmp_path: Path, engi
     uri = str(tmp_path / "t")
     base = _rows(range(10), 0, "a")
     t = _python_table(uri, engine, [(base, False)])
-    tasks = [[(1, "d0", "x", 1), (2, "d2", "x", 2), (30, "d1", "x", 30)], [(1, "d0", "x", 1), (2, "d2", "x", 2)]]
-    tasks[1].append((30, "d1", "x", 30))
+    rows: list[Row] = [(1, "d0", "x", 1), (2, "d2", "x", 2), (30, "d1", "x", 30)]
+    tasks = [rows, rows[::-1]]
     writer, first = _unshuffled(uri, tasks)
     second = [writer.write_task(_batches(rows), p, 1, 10 + p) for p, rows in enumerate(tasks)]
     for a, b in zip(first, second, strict=True):
         assert _shape(a) == _shape(b)
-        assert a.routing is not None and b.routing is not None and a.routing.hashes is not None
+        assert a.routing is not None and b.routing is not None
+        assert a.routing.hashes is not None and b.routing.hashes is not None
         assert a.routing.hashes.tolist() == b.routing.hashes.tolist() and len(a.routing.hashes) == 3
     writer.commit([first[0], second[1], second[0], first[1]])
     t = mt.open_table(uri)
@@ -297,3 +302,19 @@ def test_foreach_batch_writes_each_micro_batch_once(spark: SparkSession, tmp_pat
     t = mt.open_table(uri)
     assert _writes(t) == 2
     assert _sorted(t).equals(_sorted(expected))
+
+
+def test_df_write_whose_tasks_disagree_is_refused_through_spark(spark: SparkSession, tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    t = _python_table(uri, "deduplicate", [(_rows(range(6), 0, "a"), False)])
+    before = _sorted(t)
+    rows = spark.sparkContext.parallelize([(1, "d2", "x", 1), (1, "d0", "y", 1)], 2)  # one row per task
+    with pytest.raises(Exception, match=r"cross-partition upsert table: 1 key\(s\).*mergetable\.spark\.write"):
+        spark.createDataFrame(rows, DDL).write.format("mergetable").mode("append").save(uri)
+    t = mt.open_table(uri)
+    assert _writes(t) == 1 and _sorted(t).equals(before)
+    assert _orphans(t, tmp_path / "t") == set()
+    assert not (tmp_path / "t" / STAGING_DIR).exists()
+    mts.write(spark.createDataFrame(rows, DDL), uri)  # shuffled by key: one task routes both rows, in some order
+    got = mt.open_table(uri).read().filter(pc.field("id") == 1).to_pylist()
+    assert len(got) == 1 and got[0]["dt"] in ("d0", "d2")
