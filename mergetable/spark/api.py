@@ -22,7 +22,7 @@ from mergetable.core.schema import TableSchema
 from mergetable.core.txn import make_txn
 from mergetable.spark.bucketing import bucket_task_key, unused_name, with_bucket
 from mergetable.spark.changes import split_audit_log
-from mergetable.spark.dynamic import CHANNELS_OPTION, refuse_cross_partition, shuffle_by_channel
+from mergetable.spark.dynamic import CHANNELS_OPTION, shuffle_by_channel
 from mergetable.spark.native import native_read
 from mergetable.spark.options import ReadOptions, WriteOptions
 from mergetable.spark.source import MergeTableDataSource
@@ -242,7 +242,6 @@ def write(
         rk = wo.row_kind_column or ("_row_kind" if "_row_kind" in df.columns else None)
         data = df.drop(rk).schema if rk else df.schema
         schema = TableSchema.create(arrow_schema_of(data), wo.primary_key, wo.partition_keys or (), wo.table_options)
-    refuse_cross_partition(schema)
     if schema.is_dynamic_bucket:  # every key to one task, which places its new keys (mergetable.spark.dynamic)
         task_key = functools.partial(bucket_task_key, df.sparkSession)
         shuffled, channels = shuffle_by_channel(df, schema, num_partitions, task_key)

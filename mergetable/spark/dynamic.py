@@ -5,7 +5,8 @@ tasks of one job placed the same new key, each against what it alone saw, the ke
 As in Paimon, the job's rows are split into **channels** by key hash, and channel ``c`` owns, for new keys, the
 buckets ``b`` with ``b % channels == c``:
 
-* :func:`mergetable.spark.write` shuffles the rows by (partition, channel) (:func:`shuffle_by_channel`), so
+* :func:`mergetable.spark.write` shuffles the rows by (partition, channel) (:func:`shuffle_by_channel`; a
+  cross-partition table's by channel alone: :mod:`mergetable.spark.cross_partition`), so
   every key of a partition reaches exactly one task, which fills its channels' buckets to
   ``dynamic-bucket.target-row-num`` as the Python writer does (the exact assigner). The channel count is
   ``dynamic-bucket.initial-buckets`` if set, else the number of write tasks (``num_partitions``, else
@@ -43,7 +44,7 @@ from mergetable.commit.index_manifest import IndexManifestIO
 from mergetable.commit.snapshots import SnapshotManager
 from mergetable.core.buckets import Partition
 from mergetable.core.dynamic_buckets import MAX_DYNAMIC_BUCKETS
-from mergetable.core.errors import OptionsError, SnapshotNotFoundError, UnsupportedError
+from mergetable.core.errors import OptionsError, SnapshotNotFoundError
 from mergetable.core.fileio import FileIO
 from mergetable.core.option_map import OptionMap
 from mergetable.core.paths import INDEX_FILE_PREFIX
@@ -108,13 +109,15 @@ def shuffle_by_channel(
 
     Without partition columns channel ``c`` goes to task ``c % tasks`` (``task_key``, as
     :func:`mergetable.spark.bucketing.bucket_task_key`); with them, (partition, channel) groups are hashed to tasks.
+    A cross-partition table's rows are shuffled by channel alone, as if it had no partition columns, so every
+    row of a key reaches one task whatever partition it names (:mod:`mergetable.spark.cross_partition`).
     """
     spark = df.sparkSession
     shuffle_tasks = int(str(spark.conf.get("spark.sql.shuffle.partitions")))
     channels = channel_count(schema, num_partitions or spark.sparkContext.defaultParallelism)
     name = unused_name(CHANNEL_COLUMN, df.columns)
     channel = F.col(name)
-    if schema.partition_keys:
+    if schema.partition_keys and not schema.is_cross_partition:
         by = [*(F.col(p) for p in schema.partition_keys), channel]
     else:
         by = [task_key(channel, channels, num_partitions or shuffle_tasks)]
@@ -243,22 +246,6 @@ def _empty(partition: Partition) -> PartitionHashes:
     return PartitionHashes()
 
 
-def refuse_cross_partition(schema: TableSchema) -> None:
-    """Refuse a Spark write into a cross-partition upsert table (a primary key without a partition key): its rows
-    are routed to the partition their key lives in by the Python writers only (:mod:`mergetable.write.cross_partition`).
-
-    Raises:
-        UnsupportedError: naming the table mode and what to use instead.
-    """
-    if schema.is_cross_partition:
-        raise UnsupportedError(
-            f"Spark writes into a cross-partition upsert table (primary key {list(schema.primary_keys)} without "
-            f"partition key(s) {[p for p in schema.partition_keys if p not in schema.primary_keys]}, dynamic "
-            "bucket mode) are not supported: write it with Table.write (mergetable.open_table(uri).write(...)), "
-            "or include the partition keys in the primary key"
-        )
-
-
 __all__ = [
     "CHANNELS_OPTION",
     "OpenBucketAssigner",
@@ -267,7 +254,6 @@ __all__ = [
     "index_prefix",
     "live_index_files",
     "open_buckets",
-    "refuse_cross_partition",
     "shuffle_by_channel",
     "take_channels",
     "task_assigner",

@@ -36,6 +36,7 @@ from mergetable.core.option_map import OptionMap
 from mergetable.core.options import POSTPONE_BUCKET
 from mergetable.core.txn import Txn
 from mergetable.core.write_options import TXN_APP_ID, TXN_VERSION
+from mergetable.spark.cross_partition import refuse_stream
 from mergetable.spark.writer import MergeTableWriter, TaskCommit, WriteJob, plan_write
 
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
@@ -69,7 +70,9 @@ def plan_stream_write(options: dict[str, str], schema: StructType, overwrite: bo
     for key in (TXN_APP_ID, TXN_VERSION):
         if key in table_options:
             raise OptionsError(key, "is a batch write option: a streaming query is exactly-once by itself")
-    return plan_write(dict(table_options), schema, overwrite=False)
+    job = plan_write(dict(table_options), schema, overwrite=False)
+    refuse_stream(job.schema)
+    return job
 
 
 def batch_job(job: WriteJob, query_id: str, run_id: str, batch_id: int) -> WriteJob:

@@ -45,13 +45,8 @@ from mergetable.core.schema import TableSchema
 from mergetable.core.txn import Txn
 from mergetable.merge import validate_merge_options
 from mergetable.metadata.models import CommitMessage
-from mergetable.spark.dynamic import (
-    index_prefix,
-    live_index_files,
-    refuse_cross_partition,
-    take_channels,
-    task_assigner,
-)
+from mergetable.spark.cross_partition import RoutingReport, check_write, commit_precondition, task_report, task_router
+from mergetable.spark.dynamic import index_prefix, live_index_files, take_channels, task_assigner
 from mergetable.spark.errors import concise_errors
 from mergetable.spark.merge_schema import data_schema, evolve_for_write
 from mergetable.spark.options import WriteOptions
@@ -141,6 +136,8 @@ class TaskCommit(WriterCommitMessage):
     rows: int = 0
     partition_overwrite_mode: str | None = None
     """The session's ``spark.sql.sources.partitionOverwriteMode`` as the task saw it (None: not asked or unset)."""
+    routing: RoutingReport | None = None
+    """What a cross-partition table's task routed, which the commit checks (:mod:`mergetable.spark.cross_partition`)."""
 
     @property
     def marker(self) -> str:
@@ -172,7 +169,6 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
     ignore = [rk] if rk else []
     if table_exists(wo.uri, wo.storage):
         table = open_table(wo.uri, wo.storage)
-        refuse_cross_partition(table.table_schema)
         overrides = wo.check_against(table.table_options, table.primary_key, table.partition_keys)
         mode = parse_write_mode(options, overwrite, table.partition_keys)
         renames = case_renames([c for c in columns if c not in ignore], table.schema.names, mode.case_sensitive)
@@ -180,7 +176,7 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
             evolve_for_write(table, spark_arrow_schema(_renamed(data_schema(schema, ignore), renames)), mode)
         partial = table.table_options.merge_engine is MergeEngine.PARTIAL_UPDATE
         present = check_write_schema(_renamed(schema, renames), table.schema, table.primary_key, partial, ignore)
-        return WriteJob(
+        job = WriteJob(
             uri=wo.uri,
             storage=wo.storage,
             schema=table.table_schema.with_options(
@@ -197,13 +193,14 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
             txn=wo.txn,
             dynamic_channels=channels,
         )
+        check_write(job.schema, job.overwrite)
+        return job
     # Without 'primary-key' the table created is an append table (rows kept as written), as in Paimon.
     data = StructType([f for f in schema.fields if f.name not in ignore])
     created = TableSchema.create(arrow_schema_of(data), wo.primary_key, wo.partition_keys or (), wo.table_options)
-    refuse_cross_partition(created)
     validate_merge_options(created)
     mode = parse_write_mode(options, overwrite, created.partition_keys)
-    return WriteJob(
+    job = WriteJob(
         uri=wo.uri,
         storage=wo.storage,
         schema=created.with_options({**created.options, **mode.option_overrides}),
@@ -215,6 +212,8 @@ def plan_write(options: dict[str, str], schema: StructType, overwrite: bool) -> 
         txn=wo.txn,
         dynamic_channels=channels,
     )
+    check_write(job.schema, job.overwrite)
+    return job
 
 
 def _default_row_kind_column(wo: WriteOptions) -> str | None:
@@ -262,6 +261,10 @@ class MergeTableWriter(DataSourceArrowWriter):
                     latest=job.index_latest,
                     tag=job_tag(job.job_id),
                 )
+            router = None
+            if job.schema.is_cross_partition:  # every attempt routes against the pinned snapshot's keys
+                router = task_router(job.table(), job.base_snapshot_id, job.overwrite, job.dynamic_channels is not None)
+                tx.writer.router = router
             pending: list[pa.RecordBatch] = []
             size = 0
             for batch in batches:
@@ -281,8 +284,9 @@ class MergeTableWriter(DataSourceArrowWriter):
                     "written through Spark (as in Paimon, whose append tables take inserts only); delete them with "
                     "Table.delete(filter) or Table.write(rows, row_kind=...) in Python"
                 )
+            routing = None if router is None else task_report(router)
             messages = tx.hand_off()
-        return TaskCommit(partition_id, attempt, task_attempt_id, messages, rows)
+        return TaskCommit(partition_id, attempt, task_attempt_id, messages, rows, routing=routing)
 
     def _write_chunk(self, tx: WriteTransaction, batches: list[pa.RecordBatch]) -> None:
         data = pa.Table.from_batches(batches)
@@ -308,7 +312,11 @@ class MergeTableWriter(DataSourceArrowWriter):
         done = table.find_commit(job.commit_user, job.identifier, job.base_snapshot_id)
         keep = set().union(*(w.file_names for w in winners))
         if done is None:
-            tx = table.writing(job.overwrite, commit_user=job.commit_user, identifier=job.identifier, txn=job.txn)
+            reports = [w.routing for w in winners if w.routing is not None]
+            guard = commit_precondition(table, job.overwrite, job.base_snapshot_id, reports)
+            tx = table.writing(
+                job.overwrite, commit_user=job.commit_user, identifier=job.identifier, txn=job.txn, precondition=guard
+            )
             tx.adopt([m for w in winners for m in w.messages])
             try:
                 tx.commit()

@@ -139,6 +139,9 @@ class CrossPartitionRouter:
         self.routed_rows = False
         """Whether a row that is not a retract was routed: the commit then checks for concurrent writes (never
         with ``guarded`` false: a whole-table overwrite, which replaces whatever is live when it commits)."""
+        self.key_log: list[tuple[pa.Table, np.ndarray]] | None = None
+        """Set to a list to collect, for each routed batch, its distinct trimmed keys and the partition id each
+        is left live in (-1: none; see :meth:`locations`), e.g. to check that writers of disjoint rows agree."""
 
     def _load(self) -> pa.Table:
         if self._keys is None:
@@ -195,6 +198,8 @@ class CrossPartitionRouter:
         target, keep, delete_at, final = _sequential(self.rule, key_of, own, old, is_retract(codes), removes)
         out, out_kinds = self._emit(table, kinds, own, target, keep, delete_at)
         has = final >= 0
+        if self.key_log is not None:
+            self.key_log.append((distinct.select(trimmed), final))
         self.routed_rows = self.routed_rows or (self.guarded and not is_retract(codes).all())
         rest = state.join(distinct.select(trimmed), trimmed, join_type="left anti", use_threads=False)
         added = distinct.filter(pa.array(has)).select(trimmed).append_column(PARTITION_ID, pa.array(final[has]))

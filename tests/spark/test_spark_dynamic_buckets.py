@@ -296,17 +296,3 @@ def test_more_channels_than_max_buckets_keep_within_them(tmp_path: Path) -> None
     assert sorted(t.read()["id"].to_pylist()) == list(range(30))
     assert {b for _, b in keys_by_bucket(t)} == {0, 1}
     assert_one_bucket_per_key(t)
-
-
-def test_spark_writes_into_a_cross_partition_table_are_refused(spark: SparkSession, tmp_path: Path) -> None:
-    uri = str(tmp_path / "t")
-    t = mt.create_table(uri, PSCHEMA, ["id"], ["dt"])
-    t.write(pa.table({"dt": ["d0"], "id": [1], "v": ["a"]}, schema=PSCHEMA))
-    df = _frame(spark, _rows([1, 2], "b"))
-    with pytest.raises(mt.UnsupportedError, match="cross-partition upsert table"):
-        mts.write(df, uri)
-    with pytest.raises(Exception, match="cross-partition upsert table"):
-        df.write.format("mergetable").mode("append").save(uri)
-    with pytest.raises(mt.UnsupportedError, match="cross-partition upsert table"):  # nor created by one
-        plan_write({"path": str(tmp_path / "new"), "primary-key": "id", "partition-keys": "dt"}, df.schema, False)
-    assert t.read().to_pydict() == {"dt": ["d0"], "id": [1], "v": ["a"]}
