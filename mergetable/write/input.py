@@ -365,4 +365,6 @@ def split_by_bucket(
     ends = np.concatenate([bounds, [n]])
     for s, e in zip(starts, ends, strict=True):
         g = int(sorted_group[s])
-        yield parts[g // total], POSTPONE_BUCKET if postponed else g % total, take_rows(table, order[s:e])
+        idx = order[s:e]  # increasing (a stable sort): a run of consecutive rows is sliced, not copied
+        rows = table.slice(int(idx[0]), e - s) if int(idx[-1]) - int(idx[0]) == e - s - 1 else take_rows(table, idx)
+        yield parts[g // total], POSTPONE_BUCKET if postponed else g % total, rows
