@@ -15,7 +15,7 @@ that of the rows it matches, not of the table.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -25,28 +25,13 @@ from mergetable.core.hashing import hash_keys
 from mergetable.core.predicates import Filters
 from mergetable.dml.apply import DmlTable
 from mergetable.read.parallel import in_process_key_ranges
-from mergetable.read.reader import SplitReader
-from mergetable.read.scan import Split
-
-SMALL_READ_BYTES = 32 * 1024 * 1024
-"""Splits of at most this many file bytes in all are read in the calling thread: for a few files, starting a
-pool of readers and handing their windows over costs more than it saves (most on a loaded machine)."""
-
-
-def read_windows(reader: SplitReader, splits: Sequence[Split], ahead: int | None = 1) -> Iterator[pa.Table]:
-    """The visible rows of ``splits`` a window at a time: by :meth:`~mergetable.read.reader.SplitReader.read_splits`
-    (its pool of readers, ``ahead`` windows ahead), or in this thread when they hold at most
-    :data:`SMALL_READ_BYTES`."""
-    if sum(s.size for s in splits) <= SMALL_READ_BYTES:
-        return (rows for split in splits for rows in reader.read_split(split))
-    return reader.read_splits(splits, ahead=ahead)
 
 
 def read_target(table: DmlTable, snapshot_id: int, columns: Sequence[str] | None, filter: Filters | None) -> pa.Table:
     """The merged rows of snapshot ``snapshot_id`` matching ``filter``, in the table's current schema."""
     reader = table.split_reader(columns, filter)
     splits = table.plan(filter, key_ranges=in_process_key_ranges(), snapshot_id=snapshot_id)
-    parts = list(read_windows(reader, splits, None))
+    parts = list(reader.read_splits(splits, ahead=None))
     if not parts:
         return reader.out_schema.empty_table()
     return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
@@ -112,7 +97,7 @@ def read_matching(
     reader = table.split_reader(None, filter)
     splits = table.plan(filter, key_ranges=in_process_key_ranges(), snapshot_id=snapshot_id)
     kept: list[pa.Table] = []
-    for window in read_windows(reader, splits):
+    for window in reader.read_splits(splits, ahead=1):
         if not len(wanted) or not window.num_rows:
             continue
         hashes, valid = key_hashes([window.column(c) for c in on])
@@ -126,4 +111,4 @@ def read_matching(
     return kept[0] if len(kept) == 1 else pa.concat_tables(kept)
 
 
-__all__ = ["SMALL_READ_BYTES", "find_hashes", "join_key", "key_hashes", "read_matching", "read_target", "read_windows"]
+__all__ = ["find_hashes", "join_key", "key_hashes", "read_matching", "read_target"]

@@ -29,7 +29,7 @@ from mergetable.dml.apply import ChangeStream, DmlTable
 from mergetable.dml.clauses import MATCHED, NOT_MATCHED, Clause
 from mergetable.dml.evaluate import cast_columns
 from mergetable.dml.rules import nulls_refused
-from mergetable.dml.target import find_hashes, key_hashes, read_windows
+from mergetable.dml.target import find_hashes, key_hashes
 from mergetable.read.parallel import in_process_key_ranges
 
 PART_ROWS = 1 << 19
@@ -92,7 +92,7 @@ def _matched(
         return matched
     reader = table.split_reader(list(on))  # ``prune`` prunes files; the rows are looked up exactly below
     splits = table.plan(prune, key_ranges=in_process_key_ranges(), snapshot_id=snapshot_id)
-    for window in read_windows(reader, splits):
+    for window in reader.read_splits(splits, ahead=1):
         if not window.num_rows:
             continue
         columns = [window.column(c) for c in on]

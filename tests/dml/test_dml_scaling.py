@@ -138,27 +138,3 @@ def test_a_general_merge_in_parts_matches_one_in_a_single_part(tmp_path: Any, mo
         results.append(_state(t))
     assert results[0] == results[1]
     assert len(results[0]) > 60
-
-
-def test_operations_read_alike_in_this_thread_and_by_the_pool(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A small target (at most ``SMALL_READ_BYTES``) is read in the calling thread, a larger one by the reader
-    pool: an update, a general merge and an upsert leave the same rows either way (several runs per bucket,
-    partitions, dynamic buckets)."""
-    from mergetable.dml import target as target_module
-
-    results = []
-    for small in (target_module.SMALL_READ_BYTES, -1):  # -1: every read goes to the pool
-        monkeypatch.setattr(target_module, "SMALL_READ_BYTES", small)
-        rng = np.random.default_rng(3)
-        t = mt.create_table(str(tmp_path / f"t{small}"), SCHEMA, ["id", "p"], partition_keys=["p"])
-        for round_ in range(3):  # three commits: three runs per bucket to merge on read
-            ids = list(range(round_ * 20, round_ * 20 + 50))
-            t.write(_rows(ids, [("a", "b", "c")[i % 3] for i in ids], (rng.integers(0, 50, 50)).tolist()))
-        t.update([("v", "<", 20)], {"v": pc.add(pc.field("v"), 100)})
-        ids = rng.choice(150, 60, replace=False).tolist()
-        source = _rows(ids, [("a", "b", "c")[i % 3] for i in ids], rng.integers(0, 50, 60).tolist(), "m")
-        t.merge(source).when_matched_update({"s": pc.field("source.s")}).when_not_matched_insert_all().execute()
-        t.merge(source).when_matched_update_all().when_not_matched_insert_all().execute()
-        results.append(_state(t))
-    assert results[0] == results[1]
-    assert len(results[0]) > 110 and sum(v >= 100 for v, _ in results[0].values()) > 10
