@@ -297,10 +297,20 @@ def partition_ids(table: pa.Table, schema: TableSchema) -> tuple[np.ndarray, lis
     part_keys = schema.partition_keys
     if not part_keys:
         return np.zeros(table.num_rows, dtype=np.int64), [()]
-    strings = partition_strings(table, part_keys)
     # Each column's own dictionary (nulls encoded too), combined by index: exact for any value and any null;
-    # renumbering after each column keeps the combined ids below the row count.
-    encoded = [pc.dictionary_encode(s, null_encoding="encode") for s in strings]
+    # renumbering after each column keeps the combined ids below the row count. A column is encoded as it is and
+    # only its distinct values are cast to their string form (equal strings of two values share a partition).
+    encoded = []
+    for k in part_keys:
+        col = table.column(k)
+        e = pc.dictionary_encode(
+            col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col, null_encoding="encode"
+        )
+        encoded.append(
+            e
+            if pa.types.is_string(e.dictionary.type)
+            else pa.DictionaryArray.from_arrays(e.indices, e.dictionary.cast(pa.string()))
+        )
     combined = np.zeros(table.num_rows, dtype=np.int64)
     for e in encoded:
         combined = combined * len(e.dictionary) + np.asarray(e.indices.to_numpy(zero_copy_only=False), np.int64)
@@ -365,4 +375,6 @@ def split_by_bucket(
     ends = np.concatenate([bounds, [n]])
     for s, e in zip(starts, ends, strict=True):
         g = int(sorted_group[s])
-        yield parts[g // total], POSTPONE_BUCKET if postponed else g % total, take_rows(table, order[s:e])
+        idx = order[s:e]  # increasing (a stable sort): a run of consecutive rows is sliced, not copied
+        rows = table.slice(int(idx[0]), e - s) if int(idx[-1]) - int(idx[0]) == e - s - 1 else take_rows(table, idx)
+        yield parts[g // total], POSTPONE_BUCKET if postponed else g % total, rows

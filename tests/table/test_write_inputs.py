@@ -127,3 +127,20 @@ def test_row_kinds_per_row_with_a_streamed_input(tmp_path: Path) -> None:
     reader = pa.RecordBatchReader.from_batches(SCHEMA, ARROW.slice(0, 4).to_batches(max_chunksize=1))
     t.write(reader, row_kind=["-D", "+U", "-D", "+I"])
     assert sorted(t.read().column("id").to_pylist()) == [2, 4, 5, 6]
+
+
+def test_rows_of_one_bucket_in_a_row_are_buffered_uncopied_and_scattered_rows_copied(tmp_path: Path) -> None:
+    """``split_by_bucket`` slices a group of consecutive rows (rows read back from a table come bucket by bucket)
+    and takes the others: either way each group holds its rows in input order."""
+    from mergetable.write.input import split_by_bucket
+
+    schema = pa.schema([("p", pa.string()), ("id", pa.int64())])
+    t = mt.create_table(str(tmp_path / "t"), schema, ["p", "id"], partition_keys=["p"], options={"bucket": "1"})
+    grouped = pa.table({"p": ["a"] * 3 + ["b"] * 2, "id": [5, 1, 3, 2, 9]}, schema=schema)
+    scattered = pa.table({"p": ["a", "b", "a", "b", "a"], "id": [5, 2, 1, 9, 3]}, schema=schema)
+    base = grouped.column("id").chunks[0].buffers()[1].address
+    for table, shared in ((grouped, True), (scattered, False)):
+        got = {part: rows for part, _, rows in split_by_bucket(table, t.table_schema)}
+        assert got[("a",)].column("id").to_pylist() == [5, 1, 3] and got[("b",)].column("id").to_pylist() == [2, 9]
+        addresses = [rows.column("id").chunks[0].buffers()[1].address for rows in got.values()]
+        assert all(a == base for a in addresses) == shared
