@@ -25,7 +25,9 @@ before it decodes, merges or encodes anything, and mergetable's ratio to the flo
 Each figure is the best of 3 after a warm-up run, native and mergetable runs alternating, so a change in the
 machine's load hits both alike.
 
-Run: ``python benchmarks/bench_spark.py [--rows 5000000]``.
+Run: ``python benchmarks/bench_spark.py [--rows 5000000]``. The tables are written with ``bucket`` 2 (fixed
+buckets); ``--bucket -1`` writes the default table of ``primary-key`` alone (dynamic buckets), and
+``--skip read,merged,pipelined`` measures the writes alone.
 """
 
 from __future__ import annotations
