@@ -16,9 +16,9 @@ from pyspark.sql import types as T
 
 import mergetable as mt
 import mergetable.spark as mts
+from mergetable.core.dynamic_buckets import key_hashes
 from mergetable.core.hashing import bucket_of
 from mergetable.core.schema import TableSchema
-from mergetable.core.dynamic_buckets import key_hashes
 from mergetable.spark.bucketing import spark_hashable, with_bucket, with_channel
 
 EDGES = [0, 1, -1, 2**63 - 1, -(2**63), 2**32, 2**32 - 1, -(2**32), 2**31, -(2**31) - 1]
