@@ -254,8 +254,8 @@ def commit_precondition(
         base_snapshot_id = min(r.snapshot_id or 0 for r in reports if r.routed_rows) or None
     guard = key_route_guard(table.fileio, base_snapshot_id)
 
-    def precondition(messages: Sequence[CommitMessage], latest: Snapshot | None) -> None:
-        guard(latest)
+    def precondition(messages: Sequence[CommitMessage], head: Snapshot | None) -> None:
+        guard(head)
 
     return precondition
 
