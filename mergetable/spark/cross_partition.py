@@ -24,9 +24,15 @@ one key against what they alone saw could leave it live in two partitions:
   the key) when two tasks left one key live in different partitions, which could leave it live in both; tasks
   that agree (an update in place, one move) commit. A hash collision can only refuse a write, never let a key
   through. The report costs 12 bytes a key routed.
-* ``writeStream`` is refused (:func:`refuse_stream`): its micro-batches would route against the snapshot the
-  query started from. :func:`mergetable.spark.foreach_batch` writes each micro-batch through
-  :func:`mergetable.spark.write`.
+* ``writeStream`` takes the rows where they are too, and a micro-batch comes after the previous one's commit,
+  so the snapshot the query was planned against is stale. Each task attempt of a micro-batch routes (and places
+  buckets) against the **latest** snapshot when it starts, and reports the snapshot it routed against
+  (:attr:`RoutingReport.snapshot_id`) with its keys as above. The driver checks the reports as above, and runs
+  :func:`~mergetable.commit.cross_partition.key_route_guard` from the **earliest** snapshot a committed task
+  routed against (:func:`commit_precondition`, ``latest``): tasks that saw different snapshots commit only when
+  nothing but compactions (which leave every key where it was) came between, else the batch is refused
+  and the query fails, with nothing of the batch committed. A replayed micro-batch is skipped
+  (:mod:`mergetable.spark.sink`).
 
 An overwrite of the whole table (``mode("overwrite")``, static) routes against no keys; a partition overwrite
 (dynamic, ``replaceWhere``) is refused, as for :meth:`mergetable.Table.write`.
@@ -72,22 +78,6 @@ def check_write(schema: TableSchema, overwrite: bool | dict[str, Any]) -> None:
     """
     if schema.is_cross_partition and overwrite is not False:
         router_for(schema, None, overwrite)  # refuses a partition overwrite
-
-
-def refuse_stream(schema: TableSchema) -> None:
-    """Refuse ``writeStream`` into the cross-partition table of ``schema``, naming ``foreach_batch``.
-
-    Raises:
-        UnsupportedError: naming the table mode and the write to use instead.
-    """
-    if schema.is_cross_partition:
-        raise UnsupportedError(
-            f"writeStream into a cross-partition upsert table (primary key {list(schema.primary_keys)} without "
-            f"partition key(s) {[p for p in schema.partition_keys if p not in schema.primary_keys]}) is not "
-            "supported by the mergetable sink: use writeStream.foreachBatch(mergetable.spark.foreach_batch(uri, "
-            "app_id)), which writes each micro-batch through mergetable.spark.write, or include the partition keys "
-            "in the primary key"
-        )
 
 
 def pinned_keys(table: Table, snapshot_id: int | None) -> Callable[[], KeyLocations]:
@@ -150,6 +140,8 @@ class RoutingReport:
     partition_ids: np.ndarray | None = None
     """The partition (index into ``partitions``) each of ``hashes`` was left live in."""
     partitions: tuple[Partition, ...] = ()
+    snapshot_id: int | None = None
+    """The snapshot whose keys the task routed against (None: an empty table, or no row routed)."""
 
 
 def task_report(router: CrossPartitionRouter) -> RoutingReport:
@@ -168,7 +160,7 @@ def task_report(router: CrossPartitionRouter) -> RoutingReport:
     """
     log_ = router.key_log
     if log_ is None:
-        return RoutingReport(router.routed_rows)
+        return RoutingReport(router.routed_rows, snapshot_id=router.base_snapshot_id)
     if not log_:  # no rows: the keys were never read
         return RoutingReport(router.routed_rows, np.empty(0, np.uint64), np.empty(0, np.int32))
     partitions = router.locations().partitions
@@ -178,11 +170,13 @@ def task_report(router: CrossPartitionRouter) -> RoutingReport:
     hashes = hash_keys([keys.column(c) for c in names], names)
     last = len(hashes) - 1 - np.unique(hashes[::-1], return_index=True)[1]  # a key's last batch decides
     live = last[final[last] >= 0]
-    return RoutingReport(router.routed_rows, hashes[live], final[live].astype(np.int32), partitions)
+    snapshot = router.base_snapshot_id
+    return RoutingReport(router.routed_rows, hashes[live], final[live].astype(np.int32), partitions, snapshot)
 
 
-def check_reports(schema: TableSchema, reports: Sequence[RoutingReport]) -> None:
+def check_reports(schema: TableSchema, reports: Sequence[RoutingReport], stream: bool = False) -> None:
     """Refuse the commit of tasks that left one key live in different partitions (see the module docstring).
+    ``stream``: the tasks of a micro-batch of ``writeStream``, which the message names.
 
     Raises:
         UnsupportedError: naming how many keys, one key hash and its partitions, and the writes to use instead.
@@ -204,24 +198,45 @@ def check_reports(schema: TableSchema, reports: Sequence[RoutingReport]) -> None
     if len(clash):
         names = {v: k for k, v in codes.items()}
         i = int(clash[0])
+        what = "writeStream.format('mergetable')" if stream else "df.write.format('mergetable')"
+        instead = "foreachBatch(mergetable.spark.foreach_batch(uri, app_id))" if stream else "mergetable.spark.write"
         raise UnsupportedError(
-            f"df.write.format('mergetable') into a cross-partition upsert table: {len(clash)} key(s) of the "
+            f"{what} into a cross-partition upsert table: {len(clash)} key(s) of the "
             f"primary key {list(schema.primary_keys)} reached several write tasks that left them live in different "
             f"partitions (key hash {int(h[i]):#018x}: partitions {list(names[int(p[i])])} and "
             f"{list(names[int(p[i + 1])])}), which could leave a key live in two partitions, so nothing was "
-            "committed; write with mergetable.spark.write(df, uri, ...), which shuffles the rows by key, or "
+            f"committed; write with {instead}, which shuffles the rows by key, or "
             f"repartition the DataFrame by {list(schema.trimmed_primary_keys)} first"
         )
 
 
 def commit_precondition(
-    table: Table, overwrite: bool | dict[str, Any], base_snapshot_id: int | None, reports: Sequence[RoutingReport]
+    table: Table,
+    overwrite: bool | dict[str, Any],
+    base_snapshot_id: int | None,
+    reports: Sequence[RoutingReport],
+    latest: bool = False,
 ) -> Precondition | None:
     """The driver's commit precondition of a Spark write into a cross-partition table (None for other tables,
     and when no task routed a row but retracts): refused when a commit other than a compaction landed after
     the pinned snapshot ``base_snapshot_id``. ``reports``: the committed tasks', checked first
     (:func:`check_reports`). ``table``: the table as the commit writes it (a session's
-    dynamic partition overwrite, known only now, is refused here).
+    dynamic partition overwrite, known only now, is refused here). ``latest``: each task routed against the
+    latest snapshot when it started (a micro-batch of ``writeStream``): the guard runs from the earliest snapshot
+    a task that routed rows reported, not from ``base_snapshot_id``.
+
+    Example:
+        >>> import tempfile, mergetable as mt
+        >>> s = pa.schema([("id", pa.int64()), ("dt", pa.string())])
+        >>> t = mt.create_table(tempfile.mkdtemp(), s, ["id"], ["dt"])
+        >>> for d in ("a", "b"):
+        ...     _ = t.write(pa.table({"id": [1], "dt": [d]}))
+        >>> saw = [RoutingReport(True, snapshot_id=1), RoutingReport(True, snapshot_id=2)]  # tasks of one batch
+        >>> commit_precondition(t, False, None, saw, latest=True)(  # doctest: +ELLIPSIS
+        ...     [], t.latest_snapshot())
+        Traceback (most recent call last):
+        mergetable.core.errors.BucketAssignmentConflictError: ... routed its keys against snapshot 1, and snapshot 2 ...
+        >>> commit_precondition(t, False, None, saw[1:], latest=True)([], t.latest_snapshot())
 
     Raises:
         UnsupportedError: a partition overwrite, or tasks that left a key live in different partitions.
@@ -229,16 +244,18 @@ def commit_precondition(
     schema = table.table_schema
     if not schema.is_cross_partition:
         return None
-    check_reports(schema, reports)
+    check_reports(schema, reports, latest)
     if overwrite is not False:
         router_for(schema, None, overwrite)  # refuses a partition overwrite
         return None  # the whole table is replaced by whatever the tasks routed against no keys
     if not any(r.routed_rows for r in reports):
         return None
+    if latest:
+        base_snapshot_id = min(r.snapshot_id or 0 for r in reports if r.routed_rows) or None
     guard = key_route_guard(table.fileio, base_snapshot_id)
 
-    def precondition(messages: Sequence[CommitMessage], latest: Snapshot | None) -> None:
-        guard(latest)
+    def precondition(messages: Sequence[CommitMessage], head: Snapshot | None) -> None:
+        guard(head)
 
     return precondition
 
@@ -249,7 +266,6 @@ __all__ = [
     "check_write",
     "commit_precondition",
     "pinned_keys",
-    "refuse_stream",
     "task_report",
     "task_router",
 ]

@@ -14,6 +14,11 @@ attempt writes files named after the batch's job, and the commit deletes the fil
 Tasks learn the query id, the run id and the batch id from Spark's task-local properties; the driver side
 learns them back from the task messages.
 
+A micro-batch comes after the previous one's commit, so its tasks do not use the snapshot the query was planned
+against: each task attempt places a dynamic-bucket table's keys, and routes a cross-partition table's keys,
+against the latest snapshot when it starts, and the commit checks the batch against the snapshots its tasks
+saw (:mod:`mergetable.spark.dynamic`, :mod:`mergetable.spark.cross_partition`).
+
 Output modes: ``append`` (rows are upserts, or changes with an ``_row_kind`` column / ``row-kind-column``
 option / the table's ``rowkind.field``). PySpark's Python data sources cannot take ``update`` mode (Spark
 rejects it before the sink is called) and ``complete`` is refused: use
@@ -36,7 +41,6 @@ from mergetable.core.option_map import OptionMap
 from mergetable.core.options import POSTPONE_BUCKET
 from mergetable.core.txn import Txn
 from mergetable.core.write_options import TXN_APP_ID, TXN_VERSION
-from mergetable.spark.cross_partition import refuse_stream
 from mergetable.spark.writer import MergeTableWriter, TaskCommit, WriteJob, plan_write
 
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
@@ -70,9 +74,7 @@ def plan_stream_write(options: dict[str, str], schema: StructType, overwrite: bo
     for key in (TXN_APP_ID, TXN_VERSION):
         if key in table_options:
             raise OptionsError(key, "is a batch write option: a streaming query is exactly-once by itself")
-    job = plan_write(dict(table_options), schema, overwrite=False)
-    refuse_stream(job.schema)
-    return job
+    return plan_write(dict(table_options), schema, overwrite=False)
 
 
 def batch_job(job: WriteJob, query_id: str, run_id: str, batch_id: int) -> WriteJob:
@@ -105,16 +107,8 @@ class MergeTableStreamWriter(DataSourceStreamArrowWriter):
         query_id, run_id, batch = str(props[QUERY_ID_PROPERTY]), str(props[RUN_ID_PROPERTY]), props[BATCH_ID_PROPERTY]
         job = batch_job(self.job, query_id, run_id, int(str(batch)))
         task = MergeTableWriter(job).write_task(iterator, ctx.partitionId(), ctx.attemptNumber(), ctx.taskAttemptId())
-        return StreamTaskCommit(
-            task.partition_id,
-            task.attempt,
-            task.task_attempt_id,
-            task.messages,
-            task.rows,
-            query_id=query_id,
-            run_id=run_id,
-            batch_id=job.identifier,
-        )
+        fields = {f.name: getattr(task, f.name) for f in dataclasses.fields(task)}  # the routing report among them
+        return StreamTaskCommit(**fields, query_id=query_id, run_id=run_id, batch_id=job.identifier)
 
     # -- driver -----------------------------------------------------------------------------------
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:

@@ -101,7 +101,7 @@ class WriteJob:
     dynamic_channels: int | None = None
     """A dynamic-bucket table's rows arrive shuffled by that many key channels (:mod:`mergetable.spark.dynamic`)."""
     index_latest: bool = False
-    """Tasks place a dynamic-bucket table's keys against the latest snapshot, not ``base_snapshot_id``."""
+    """Each task attempt routes and places keys against the latest snapshot when it starts (a micro-batch)."""
 
     @property
     def commit_user(self) -> str:
@@ -249,21 +249,20 @@ class MergeTableWriter(DataSourceArrowWriter):
         job = self.job
         fileio = job.fileio()
         leave_marker(fileio, job.job_id, paths.attempt_marker(partition_id, attempt, task_attempt_id))
-        rows = 0
+        rows, base = 0, job.table().latest_snapshot_id() if job.index_latest else job.base_snapshot_id
         with job.task_table().writing() as tx:  # the driver commits: the task hands its messages off
             if job.schema.is_dynamic_bucket:
                 tx.writer.assigner = task_assigner(
                     fileio,
                     job.schema,
-                    base_snapshot_id=job.base_snapshot_id,
+                    base_snapshot_id=base,
                     overwrite=job.overwrite is not False,
                     channels=job.dynamic_channels,
-                    latest=job.index_latest,
                     tag=job_tag(job.job_id),
                 )
             router = None
             if job.schema.is_cross_partition:  # every attempt routes against the pinned snapshot's keys
-                router = task_router(job.table(), job.base_snapshot_id, job.overwrite, job.dynamic_channels is not None)
+                router = task_router(job.table(), base, job.overwrite, job.dynamic_channels is not None)
                 tx.writer.router = router
             pending: list[pa.RecordBatch] = []
             size = 0
@@ -284,8 +283,7 @@ class MergeTableWriter(DataSourceArrowWriter):
                     "written through Spark (as in Paimon, whose append tables take inserts only); delete them with "
                     "Table.delete(filter) or Table.write(rows, row_kind=...) in Python"
                 )
-            routing = None if router is None else task_report(router)
-            messages = tx.hand_off()
+            routing, messages = None if router is None else task_report(router), tx.hand_off()
         return TaskCommit(partition_id, attempt, task_attempt_id, messages, rows, routing=routing)
 
     def _write_chunk(self, tx: WriteTransaction, batches: list[pa.RecordBatch]) -> None:
@@ -313,7 +311,7 @@ class MergeTableWriter(DataSourceArrowWriter):
         keep = set().union(*(w.file_names for w in winners))
         if done is None:
             reports = [w.routing for w in winners if w.routing is not None]
-            guard = commit_precondition(table, job.overwrite, job.base_snapshot_id, reports)
+            guard = commit_precondition(table, job.overwrite, job.base_snapshot_id, reports, job.index_latest)
             tx = table.writing(
                 job.overwrite, commit_user=job.commit_user, identifier=job.identifier, txn=job.txn, precondition=guard
             )

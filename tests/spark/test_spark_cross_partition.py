@@ -1,8 +1,8 @@
 """Spark writes into cross-partition upsert tables (a primary key without the partition key): ``mergetable.spark.write``
 and ``df.write.format`` give the table the Python writer gives for every merge engine as keys move between
 partitions, retried attempts route and place alike and commit once, a commit after a concurrent write is refused,
-tasks of one ``df.write`` that leave a key in two partitions are refused, and streams and partition overwrites are
-refused naming what to use."""
+tasks of one ``df.write`` that leave a key in two partitions are refused, and partition overwrites are refused naming
+what to use. Streaming writes: test_spark_cross_partition_stream.py."""
 
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ import mergetable.spark as mts
 from mergetable.commit.index_manifest import IndexManifestIO
 from mergetable.commit.snapshots import SnapshotManager
 from mergetable.core.dynamic_buckets import key_hashes
-from mergetable.spark.sink import plan_stream_write
 from mergetable.spark.writer import STAGING_DIR, MergeTableWriter, TaskCommit, plan_write
 
 SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("v", pa.string()), ("w", pa.int64())])
@@ -269,17 +268,11 @@ def test_unshuffled_tasks_that_agree_commit_and_retry_alike(tmp_path: Path, engi
     assert _orphans(t, tmp_path / "t") == set()
 
 
-def test_streams_and_partition_overwrites_are_refused(spark: SparkSession, tmp_path: Path) -> None:
+def test_partition_overwrites_are_refused(spark: SparkSession, tmp_path: Path) -> None:
     uri = str(tmp_path / "t")
     t = _python_table(uri, "deduplicate", [(_rows([1], 0, "a"), False)])
     before = _sorted(t)
     df = spark.createDataFrame(_rows([1, 2], 1, "b"), DDL)
-    with pytest.raises(mt.UnsupportedError, match=r"writeStream.*foreach_batch"):
-        plan_stream_write({"path": uri}, SPARK_SCHEMA, False)
-    with pytest.raises(mt.UnsupportedError, match=r"writeStream.*foreach_batch"):  # nor created by one
-        plan_stream_write(
-            {"path": str(tmp_path / "new"), "primary-key": "id", "partition-keys": "dt"}, SPARK_SCHEMA, False
-        )
     with pytest.raises(Exception, match="partition overwrite"):
         mts.write(df, uri, "overwrite", options={"partitionOverwriteMode": "dynamic"})
     with pytest.raises(Exception, match="partition overwrite"):
@@ -287,7 +280,6 @@ def test_streams_and_partition_overwrites_are_refused(spark: SparkSession, tmp_p
     with pytest.raises(Exception, match="partition overwrite"):
         df.write.format("mergetable").mode("overwrite").option("partitionOverwriteMode", "dynamic").save(uri)
     assert _sorted(mt.open_table(uri)).equals(before)
-    assert not (tmp_path / "new").exists()
 
 
 def test_foreach_batch_writes_each_micro_batch_once(spark: SparkSession, tmp_path: Path) -> None:
