@@ -250,7 +250,8 @@ class VectorCompaction:
             positions = np.sort(np.asarray(only_keys(probe, keys).column(_POS).to_numpy(), dtype=np.int64))
         if vector is not None and len(vector) and len(positions):
             marked = np.asarray(vector.to_array(), dtype=np.int64)
-            positions = positions[~np.isin(positions, marked, assume_unique=True)]
+            at = np.minimum(np.searchsorted(marked, positions), len(marked) - 1)  # both sorted, distinct
+            positions = positions[marked[at] != positions]
         return positions
 
     def _key_columns(self, f: DataFileMeta) -> pa.Table:

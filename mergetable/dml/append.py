@@ -37,6 +37,7 @@ import pyarrow.compute as pc
 from mergetable.commit.operation import OPERATION
 from mergetable.commit.result import CommitResult, commit_result
 from mergetable.commit.transaction import WriteTransaction
+from mergetable.core.dynamic_buckets import distinct_hashes
 from mergetable.core.errors import CommitConflictError, SchemaError
 from mergetable.core.filters import bind_filters, to_expression
 from mergetable.core.predicates import Filters
@@ -173,7 +174,7 @@ class AppendMergeBuilder(MergeBuilder):
                     tx.write(rows)
                 counts[0] += rows.num_rows
             elif clause.action == "delete":
-                gone = np.unique(ti[position])
+                gone = distinct_hashes(np.asarray(ti[position]))
                 removed.append(gone)
                 counts[2] += len(gone)
             else:

@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mergetable.commit.result import CommitResult
+from mergetable.core.dynamic_buckets import distinct_hashes
 from mergetable.core.errors import SchemaError
 from mergetable.core.predicates import Predicate
 from mergetable.core.rowkind import RowKind
@@ -243,7 +244,7 @@ class MergeBuilder:
             hashes, valid = key_hashes(keys)
         except SchemaError:  # a key type without a hash: read the target rows the filter leaves
             return self._compute(base, read_target(table, base.id, None, prune), source)
-        wanted = np.unique(hashes[valid])
+        wanted = distinct_hashes(hashes[valid])
         parts = -(-source.num_rows // SOURCE_PART_ROWS) if set(self._on) == set(table.primary_key) else 1
         s_part = (hashes % np.uint64(parts)).astype(np.int32)
         del hashes, valid
