@@ -36,8 +36,6 @@ PAIMON_UNSUPPORTED_OPTIONS: frozenset[str] = frozenset(
         "compaction.force-up-level-0",
         "compaction.max.file-num",
         "compaction.total-size-threshold",
-        "cross-partition-upsert.bootstrap-parallelism",
-        "cross-partition-upsert.index-ttl",
         "data-evolution.enabled",
         "data-file.external-paths",
         "data-file.external-paths.strategy",

@@ -145,6 +145,9 @@ class TableOptions(BaseModel):
     write_only: Bool = Field(False, alias="write-only")
     write_mode: Literal["auto", "append-only", "change-log"] | None = Field(None, alias="write-mode")
     dynamic_partition_overwrite: Bool = Field(True, alias="dynamic-partition-overwrite")
+    # cross-partition upsert (docs/buckets.md): keys only in files older than the TTL are left out of the key index
+    cross_partition_upsert_index_ttl: Duration | None = Field(None, alias="cross-partition-upsert.index-ttl")
+    cross_partition_upsert_bootstrap_parallelism: Int = Field(10, alias="cross-partition-upsert.bootstrap-parallelism")
     # reading
     read_batch_size: Int = Field(DEFAULT_READ_BATCH_SIZE, alias="read.batch-size")
     # commit and manifests
@@ -204,6 +207,8 @@ class TableOptions(BaseModel):
             ("target-file-size", self.target_file_size),
             ("manifest.target-file-size", self.manifest_target_file_size),
             ("read.batch-size", self.read_batch_size),
+            ("cross-partition-upsert.index-ttl", 1 if (ttl := self.cross_partition_upsert_index_ttl) is None else ttl),
+            ("cross-partition-upsert.bootstrap-parallelism", self.cross_partition_upsert_bootstrap_parallelism),
         ):
             if value <= 0:
                 raise OptionsError(key, f"must be positive, got {value}")
@@ -327,6 +332,7 @@ _DURATION_FIELDS = frozenset(
         "changelog_time_retained",
         "changelog_compaction_interval",
         "consumer_expiration_time",
+        "cross_partition_upsert_index_ttl",
     }
 )
 

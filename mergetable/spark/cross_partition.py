@@ -55,6 +55,7 @@ from mergetable.core.errors import UnsupportedError
 from mergetable.core.hashing import hash_keys
 from mergetable.core.schema import TableSchema
 from mergetable.metadata.models import CommitMessage, Snapshot
+from mergetable.read.key_index import read_key_rows
 from mergetable.table import Table
 from mergetable.write.cross_partition import CrossPartitionRouter, KeyLocations, router_for
 
@@ -91,14 +92,17 @@ def pinned_keys(table: Table, snapshot_id: int | None) -> Callable[[], KeyLocati
     def load() -> KeyLocations:
         if snapshot_id is None:
             return KeyLocations.of(schema, pa.table({}), None)
-        sid: int | None = snapshot_id
+        sid = snapshot_id
         if not SnapshotManager(table.fileio).exists(snapshot_id):
-            sid = table.latest_snapshot_id()
-            log.warning("snapshot %s of the write's plan is gone: routing keys against snapshot %s", snapshot_id, sid)
-            if sid is None:
+            latest = table.latest_snapshot_id()
+            log.warning(
+                "snapshot %s of the write's plan is gone: routing keys against snapshot %s", snapshot_id, latest
+            )
+            if latest is None:
                 return KeyLocations.of(schema, pa.table({}), None)
+            sid = latest
         columns = [*schema.trimmed_primary_keys, *schema.partition_keys]
-        return KeyLocations.of(schema, table.read(columns, snapshot_id=sid), sid)
+        return KeyLocations.of(schema, read_key_rows(table, columns, sid), sid)
 
     return load
 

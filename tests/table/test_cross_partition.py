@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import random
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 
 import mergetable as mt
 from mergetable.core.errors import OptionsError, UnsupportedError
+from mergetable.read.key_index import read_key_rows
 
 SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("v", pa.int64())])
 DAY = datetime.date(2024, 1, 1)
@@ -232,3 +234,64 @@ def test_composite_keys_and_null_partitions_across_table_objects(tmp_path: Path,
         got = t.read().to_pylist()
         assert len(got) == len(oracle) == t.count()
         assert {(r["k1"], r["k2"]): ((r["p1"], r["p2"]), r["v"]) for r in got} == oracle
+
+
+def test_index_ttl_treats_a_key_only_in_older_files_as_new(tmp_path: Path) -> None:
+    kept = make(tmp_path / "kept", **{"cross-partition-upsert.index-ttl": "1 h"})
+    short = make(tmp_path / "short", **{"cross-partition-upsert.index-ttl": "300 ms"})
+    plain = make(tmp_path / "plain")
+    for t in (kept, short, plain):
+        t.write(data([1], ["a"], [1]))
+    time.sleep(0.6)  # the files of key 1 are now older than 300 ms
+    for t in (kept, short, plain):
+        t.write(data([1], ["b"], [2]))
+    assert live_partitions(kept) == live_partitions(plain) == {1: {"b"}}  # within the TTL (or none): it moves
+    assert live_partitions(short) == {1: {"a", "b"}}  # left out of the index: written as new, so live twice
+    assert rows(short) == [(1, "a", 1), (1, "b", 2)]
+    time.sleep(0.6)  # a table with a TTL reads the index for each write: no index kept from the last write
+    short.write(data([1], ["c"], [3]))
+    assert live_partitions(short) == {1: {"a", "b", "c"}}
+
+
+def test_index_ttl_drops_a_split_only_when_all_its_files_are_older(tmp_path: Path) -> None:
+    t = make(tmp_path, **{"cross-partition-upsert.index-ttl": "1 h"})
+    t.write(data([1, 2], ["a", "b"], [1, 1]))
+    time.sleep(0.01)
+    t.write(data([3], ["a"], [1]))  # a newer file in key 1's bucket
+    first = max(f.creation_time for s in t.plan(snapshot_id=1) for f in s.files)
+    created = {f.creation_time for s in t.plan() for f in s.files}
+    later = first + 3_600_000 + 1  # an hour after the first write: only its files are older than the TTL
+    assert max(created) > first
+    assert sorted(read_key_rows(t, ["id"], 2, now_ms=later)["id"].to_pylist()) == [1, 3]  # Paimon's split filter
+    assert sorted(read_key_rows(t, ["id"], 2, now_ms=max(created))["id"].to_pylist()) == [1, 2, 3]
+    assert read_key_rows(t, ["id"], 2, now_ms=max(created) + 3_600_001).num_rows == 0
+
+
+def test_bootstrap_parallelism_reads_the_same_index(tmp_path: Path) -> None:
+    t = make(tmp_path)
+    parts = [chr(ord("a") + i % 9) for i in range(200)]
+    t.write(data(list(range(200)), parts, list(range(200))))
+    t.write(data(list(range(0, 200, 3)), ["z"] * 67, [0] * 67))  # moves a third of the keys
+    got = {}
+    for n in ("1", "4"):
+        t.alter.set_options({"cross-partition-upsert.bootstrap-parallelism": n})
+        again = mt.open_table(str(tmp_path / "t"))
+        assert again.table_schema.table_options.cross_partition_upsert_bootstrap_parallelism == int(n)
+        assert len(again.plan()) > 4
+        got[n] = read_key_rows(again, ["id", "dt"], again.latest_snapshot_id() or 0).sort_by("id")
+    assert got["1"].equals(got["4"]) and got["1"].num_rows == 200
+    assert got["1"].to_pydict() == again.read(["id", "dt"]).sort_by("id").to_pydict()
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("cross-partition-upsert.bootstrap-parallelism", "0"),
+        ("cross-partition-upsert.bootstrap-parallelism", "many"),
+        ("cross-partition-upsert.index-ttl", "0 s"),
+        ("cross-partition-upsert.index-ttl", "soon"),
+    ],
+)
+def test_bad_cross_partition_options_name_the_option(tmp_path: Path, key: str, value: str) -> None:
+    with pytest.raises(OptionsError, match=key.replace(".", r"\.")):
+        make(tmp_path, **{key: value})
