@@ -10,7 +10,7 @@ writes of one table object read the keys once.
 
 Two table options shape the read (:func:`read_key_rows`), as Paimon's: ``cross-partition-upsert.bootstrap-parallelism``
 (default 10) bounds the threads that read the splits, and ``cross-partition-upsert.index-ttl`` leaves out every
-split whose data files were all created before ``now - ttl``: a key only in such files is not in the index, so
+bucket whose data files were all created before ``now - ttl``: a key only in such files is not in the index, so
 a write treats it as new and it may end up live in two partitions (Paimon's documented trade-off). As the index
 then depends on the clock (and a compaction, which rewrites files, makes their keys recent again), a table with
 a TTL reads it afresh for every write instead of keeping it.
@@ -104,7 +104,7 @@ class KeyIndex:
 
 def read_key_rows(table: Any, columns: Sequence[str], snapshot_id: int, now_ms: int | None = None) -> pa.Table:
     """The merged rows of ``columns`` of snapshot ``snapshot_id`` of ``table`` (a :class:`mergetable.Table`) that
-    the key index holds: those of the splits with a data file created at ``now_ms - ttl`` or later (default: now)
+    the key index holds: those of the buckets with a data file created at ``now_ms - ttl`` or later (default: now)
     when ``cross-partition-upsert.index-ttl`` is set, read by at most ``cross-partition-upsert.bootstrap-parallelism``
     threads.
 
@@ -124,7 +124,8 @@ def read_key_rows(table: Any, columns: Sequence[str], snapshot_id: int, now_ms: 
     ttl = options.cross_partition_upsert_index_ttl
     if ttl is not None:
         oldest = (int(time.time() * 1000) if now_ms is None else now_ms) - ttl
-        splits = [s for s in splits if any(f.creation_time >= oldest for f in s.files)]
+        recent = {(s.partition, s.bucket) for s in splits if any(f.creation_time >= oldest for f in s.files)}
+        splits = [s for s in splits if (s.partition, s.bucket) in recent]  # a bucket is kept or left out whole
     reader = table.split_reader(columns)
     workers = max(1, min(options.cross_partition_upsert_bootstrap_parallelism, len(splits)))
     tables = list(reader.read_splits(splits, workers=workers, ahead=None))

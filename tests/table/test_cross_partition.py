@@ -253,7 +253,7 @@ def test_index_ttl_treats_a_key_only_in_older_files_as_new(tmp_path: Path) -> No
     assert live_partitions(short) == {1: {"a", "b", "c"}}
 
 
-def test_index_ttl_drops_a_split_only_when_all_its_files_are_older(tmp_path: Path) -> None:
+def test_index_ttl_leaves_out_a_bucket_only_when_all_its_files_are_older(tmp_path: Path) -> None:
     t = make(tmp_path, **{"cross-partition-upsert.index-ttl": "1 h"})
     t.write(data([1, 2], ["a", "b"], [1, 1]))
     time.sleep(0.01)
@@ -262,7 +262,7 @@ def test_index_ttl_drops_a_split_only_when_all_its_files_are_older(tmp_path: Pat
     created = {f.creation_time for s in t.plan() for f in s.files}
     later = first + 3_600_000 + 1  # an hour after the first write: only its files are older than the TTL
     assert max(created) > first
-    assert sorted(read_key_rows(t, ["id"], 2, now_ms=later)["id"].to_pylist()) == [1, 3]  # Paimon's split filter
+    assert sorted(read_key_rows(t, ["id"], 2, now_ms=later)["id"].to_pylist()) == [1, 3]  # Paimon's filter, by bucket
     assert sorted(read_key_rows(t, ["id"], 2, now_ms=max(created))["id"].to_pylist()) == [1, 2, 3]
     assert read_key_rows(t, ["id"], 2, now_ms=max(created) + 3_600_001).num_rows == 0
 
