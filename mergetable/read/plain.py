@@ -17,16 +17,8 @@ from mergetable.read.key_ranges import chunk_slices, slices_in_range, trim_edges
 from mergetable.read.scan import Split
 
 
-class PlainReader(Protocol):
-    """What this module needs of :class:`~mergetable.read.reader.SplitReader` (which calls into it)."""
-
-    fileio: FileIO
-    paths: PathFactory
-    afs: Any
-    schema: TableSchema
-    window_key: str | None
-    filter_expr: pc.Expression | None
-    plain_schema: pa.Schema
+class FileReading(Protocol):
+    """:meth:`~mergetable.read.reader.SplitReader.read_file`, which the reading modules call back."""
 
     def read_file(
         self,
@@ -36,7 +28,20 @@ class PlainReader(Protocol):
         plain: bool = ...,
         sequenced: bool = ...,
         row_groups: RowGroupSlice | None = ...,
+        visible: bool = ...,
     ) -> pa.Table: ...
+
+
+class PlainReader(FileReading, Protocol):
+    """What this module needs of :class:`~mergetable.read.reader.SplitReader` (which calls into it)."""
+
+    fileio: FileIO
+    paths: PathFactory
+    afs: Any
+    schema: TableSchema
+    window_key: str | None
+    filter_expr: pc.Expression | None
+    plain_schema: pa.Schema
 
     def slices(self, split: Split, f: DataFileMeta, budget: int) -> Sequence[RowGroupSlice | None]: ...
 

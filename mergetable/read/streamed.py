@@ -18,11 +18,12 @@ from mergetable.read.datafile import RowGroupSlice, RowGroupStream, whole_file
 from mergetable.read.key_ranges import slices_in_range
 from mergetable.read.order import oldest_first, sequence_ordered
 from mergetable.read.parallel import ordered_map
+from mergetable.read.plain import FileReading
 from mergetable.read.scan import Split
 from mergetable.read.windows import Piece, RunCursor, windows
 
 
-class StreamReader(Protocol):
+class StreamReader(FileReading, Protocol):
     """What this module needs of :class:`~mergetable.read.reader.SplitReader` (which calls into it)."""
 
     schema: TableSchema
@@ -40,16 +41,6 @@ class StreamReader(Protocol):
     def _visible(self, rows: pa.Table, seq_ordered: bool) -> pa.Table: ...
     def split_filters(self, split: Split) -> tuple[pc.Expression | None, pc.Expression | None]: ...
     def slices(self, split: Split, f: DataFileMeta, budget: int) -> list[RowGroupSlice | None]: ...
-    def read_file(
-        self,
-        split: Split,
-        f: DataFileMeta,
-        filter_expr: pc.Expression | None,
-        plain: bool = ...,
-        sequenced: bool = ...,
-        row_groups: RowGroupSlice | None = ...,
-        visible: bool = ...,
-    ) -> pa.Table: ...
     def _as_read(self, table: pa.Table, f: DataFileMeta, plain: bool, sequenced: bool) -> pa.Table: ...
     def _file_columns(self, plain: bool, sequenced: bool, visible: DataFileMeta | None = ...) -> list[str]: ...
     def stream_file(

@@ -21,30 +21,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mergetable.metadata.models import DataFileMeta
-from mergetable.read.datafile import RowGroupSlice
 from mergetable.read.order import oldest_first, sequence_ordered
 from mergetable.read.parallel import ordered_map
+from mergetable.read.plain import FileReading
 from mergetable.read.scan import Split
 
 WINDOW_ROWS = 128 * 1024
 """Rows a window holds at least, when the section has that many (fewer, larger windows merge faster)."""
 
 
-class WholeReader(Protocol):
+class WholeReader(FileReading, Protocol):
     """What this module needs of :class:`~mergetable.read.reader.SplitReader`."""
 
     window_key: str | None
-
-    def read_file(
-        self,
-        split: Split,
-        f: DataFileMeta,
-        filter_expr: pc.Expression | None,
-        plain: bool = ...,
-        sequenced: bool = ...,
-        row_groups: RowGroupSlice | None = ...,
-        visible: bool = ...,
-    ) -> pa.Table: ...
 
     def split_filters(self, split: Split) -> tuple[pc.Expression | None, pc.Expression | None]: ...
 
