@@ -105,9 +105,7 @@ class _PartitionIndex:
 
     def add(self, hashes: np.ndarray, buckets: np.ndarray) -> None:
         """Record new (distinct, sorted) hashes and their buckets."""
-        at = np.searchsorted(self.new, hashes)
-        self.new = np.insert(self.new, at, hashes)
-        self.new_bucket = np.insert(self.new_bucket, at, buckets.astype(np.int16))
+        self.new, self.new_bucket = _insert_sorted(self.new, self.new_bucket, hashes, buckets.astype(np.int16))
         self.added.update(np.unique(buckets).tolist())
 
     def bucket_hashes(self, bucket: int) -> np.ndarray:
@@ -124,8 +122,31 @@ class _PartitionIndex:
         """The whole index, loaded and placed hashes in one sorted array (the form ``known`` takes)."""
         if not len(self.new):
             return self.known, self.known_bucket
-        at = np.searchsorted(self.known, self.new)
-        return np.insert(self.known, at, self.new), np.insert(self.known_bucket, at, self.new_bucket)
+        return _insert_sorted(self.known, self.known_bucket, self.new, self.new_bucket)
+
+
+def _insert_sorted(
+    hashes: np.ndarray, buckets: np.ndarray, more: np.ndarray, more_buckets: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted ``hashes`` (with their ``buckets``) and sorted ``more`` not among them, merged into one sorted
+    array: each array's items land at their final place in one pass (``np.insert`` sorts its positions first,
+    twice as slow for a partition's index).
+
+    >>> h, b = _insert_sorted(np.array([1, 5, 9], np.int32), np.array([0, 0, 1], np.int16),
+    ...                       np.array([0, 6], np.int32), np.array([2, 2], np.int16))
+    >>> h.tolist(), b.tolist()
+    ([0, 1, 5, 6, 9], [2, 0, 0, 2, 1])
+    """
+    if not len(more):
+        return hashes, buckets
+    total = len(hashes) + len(more)
+    at = np.searchsorted(hashes, more) + np.arange(len(more))  # where each of ``more`` goes
+    rest = np.ones(total, dtype=bool)
+    rest[at] = False
+    out, out_buckets = np.empty(total, dtype=hashes.dtype), np.empty(total, dtype=buckets.dtype)
+    out[at], out_buckets[at] = more, more_buckets
+    out[rest], out_buckets[rest] = hashes, buckets
+    return out, out_buckets
 
 
 def _sorted_index(hashes: Mapping[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
