@@ -3,6 +3,7 @@ compacted by the Spark job, streamed as +I rows."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -62,16 +63,7 @@ def test_read_stream_delivers_appended_rows(spark: SparkSession, tmp_path: Path)
     def collect(df: DataFrame, batch_id: int) -> None:
         got.extend(r.asDict() for r in df.collect())
 
-    query = (
-        spark.readStream.format("mergetable")
-        .option("read.changelog", "true")
-        .load(uri)
-        .writeStream.foreachBatch(collect)
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination(120)
+    _drain(spark, uri, tmp_path / "checkpoint", collect, {"read.changelog": "true"})
     assert sorted(r["id"] for r in got) == [1, 2, 3]  # type: ignore[type-var]
     assert {r["_row_kind"] for r in got} == {"+I"}
 
@@ -158,16 +150,7 @@ def test_read_stream_keeps_each_buckets_rows_in_commit_order(spark: SparkSession
         got.extend(r.id for r in df.collect())
 
     def run() -> None:
-        query = (
-            spark.readStream.format("mergetable")
-            .load(uri)
-            .writeStream.foreachBatch(collect)
-            .option("checkpointLocation", str(tmp_path / "checkpoint"))
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination(120)
-        assert query.exception() is None
+        _drain(spark, uri, tmp_path / "checkpoint", collect)
 
     for ids in commits[:2]:
         t.write(pa.table({"id": ids, "tag": ["x"] * len(ids)}, schema=SCHEMA))
@@ -256,3 +239,24 @@ def test_spark_writes_of_minus_d_rows_into_an_append_table_are_refused_by_column
     t = mt.open_table(uri)
     assert sorted((r["id"], r["tag"]) for r in t.read().to_pylist()) == [(1, "a"), (2, "b"), (5, "e")]
     assert {p.name for p in Path(uri).rglob("data-*.parquet")} == {f.file_name for _, _, f in t.files()}
+
+
+def _drain(
+    spark: SparkSession,
+    uri: str,
+    checkpoint: Path,
+    collect: Callable[[DataFrame, int], None],
+    options: dict[str, str] | None = None,
+) -> None:
+    """Run a ``readStream`` of ``uri`` into ``collect`` once (``availableNow``), from ``checkpoint``."""
+    query = (
+        spark.readStream.format("mergetable")
+        .options(**(options or {}))
+        .load(uri)
+        .writeStream.foreachBatch(collect)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    assert query.exception() is None
