@@ -160,18 +160,8 @@ class OpenBucketAssigner(DynamicBucketAssigner):
     """The assigner of a task whose rows are not shuffled by channel: new keys by :func:`open_buckets`, so
     every task of the job places a key in the same bucket."""
 
-    def _assign_partition(self, index: _PartitionIndex, hashes: np.ndarray) -> np.ndarray:
-        # distinct sorted hashes are looked up (a lookup of 2.5M hashes in input order spent 0.45 s in cache misses)
-        distinct, inverse = np.unique(hashes, return_inverse=True)
-        buckets = index.lookup(distinct)
-        missing = buckets < 0
-        if missing.any():
-            new = distinct[missing]
-            counts = dict(index.base_counts)
-            placed = open_buckets(new, counts, self.target, self.assigners, self.max_buckets)
-            index.add(new, placed)
-            buckets[missing] = placed
-        return buckets[inverse.reshape(-1)]
+    def _place(self, index: _PartitionIndex, new: np.ndarray) -> np.ndarray:
+        return open_buckets(new, dict(index.base_counts), self.target, self.assigners, self.max_buckets)
 
 
 class SnapshotHashIndex:

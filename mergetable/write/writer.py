@@ -52,7 +52,7 @@ class TableWriter:
     Memory is bounded by ``write-buffer-size``: the buffered Arrow data and the sorted copy that flushing its
     largest bucket makes stay below it (one bucket: half of it for the rows, half for their copy; four even
     buckets: four fifths for the rows), with the HASH indexes of a dynamic-bucket table's :attr:`assigner`
-    (6 bytes a key of each partition written, counted up to half of it), and when little room is left
+    (8 bytes a key of each partition written, counted up to half of it), and when little room is left
     (:data:`SPILL_MARGIN`) every bucket is spilled as a sorted run of level-0 files, one bucket at a time; a
     stream is never held whole.
     ``prepare_commit`` flushes the rest and, with ``write-buffer-spillable`` (default, as Paimon's batch

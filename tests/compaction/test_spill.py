@@ -165,7 +165,7 @@ def test_a_failed_merge_leaves_no_file_behind(table_uri: str) -> None:
 
 
 def test_the_write_buffer_counts_the_hash_index_its_writer_holds(tmp_path: Path) -> None:
-    """A dynamic-bucket table's writer counts the HASH index it holds (6 bytes a key, up to half of
+    """A dynamic-bucket table's writer counts the HASH index it holds (8 bytes a key, up to half of
     ``write-buffer-size``) against the buffer: rows that fit beside a small index spill beside a large one."""
     import numpy as np
 

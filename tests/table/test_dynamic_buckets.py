@@ -304,7 +304,7 @@ def test_dml_changelog_time_travel_and_system_tables_on_dynamic_buckets(tmp_path
 
 
 def test_a_writer_holds_the_index_once_and_the_next_write_reads_no_hash_file(tmp_path: Path) -> None:
-    """The index a write leaves is kept merged (sorted hashes, int16 buckets: 6 bytes a key), the files' hashes
+    """The index a write leaves is kept merged (sorted int64 entries, each a hash above its bucket), the files' hashes
     are not cached beside it, and the next write on the same files takes it without reading them."""
     from mergetable.commit.index_manifest import IndexManifestIO
     from mergetable.core import dynamic_buckets
@@ -316,8 +316,9 @@ def test_a_writer_holds_the_index_once_and_the_next_write_reads_no_hash_file(tmp
     uri = t.fileio.uri
     assert not [k for k in dynamic_buckets._CACHE if k[0] == uri]
     names = frozenset(e.index_file.file_name for e in IndexManifestIO(t.fileio).entries(t.latest_snapshot()))
-    known, buckets = bucket_assign._MERGED[(uri, names)]
-    assert known.dtype == np.int32 and buckets.dtype == np.int16 and len(known) == 40
+    entries = bucket_assign._MERGED[(uri, names)]
+    assert entries.dtype == np.int64 and len(entries) == 40 and sorted(entries.tolist()) == entries.tolist()
+    known, buckets = entries >> 16, entries & 0xFFFF
     index = hash_index(t)
     assert sorted(known.tolist()) == known.tolist() == sorted(np.concatenate(list(index.values())).tolist())
     for (_, b), hashes in index.items():
