@@ -96,13 +96,17 @@ def distinct_inverse(hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ordered[first], inverse
 
 
+HASH_FILE_DTYPE = np.dtype(">i4")
+"""A HASH index file's hashes: 4-byte big-endian ints."""
+
+
 def hash_file_bytes(hashes: np.ndarray) -> bytes:
     """The content of a HASH index file holding ``hashes`` (4-byte big-endian ints).
 
     >>> hash_file_bytes(np.array([1, -1], dtype=np.int32)).hex()
     '00000001ffffffff'
     """
-    return np.asarray(hashes, dtype=">i4").tobytes()
+    return np.asarray(hashes, dtype=HASH_FILE_DTYPE).tobytes()
 
 
 def read_hash_file(data: bytes, where: str = "<memory>") -> np.ndarray:
@@ -116,7 +120,7 @@ def read_hash_file(data: bytes, where: str = "<memory>") -> np.ndarray:
     """
     if len(data) % 4:
         raise CorruptMetadataError(where, f"a HASH index file holds 4-byte hashes, but it has {len(data)} bytes")
-    return np.frombuffer(data, dtype=">i4").astype(np.int32)
+    return np.frombuffer(data, dtype=HASH_FILE_DTYPE).astype(np.int32)
 
 
 _CACHE: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
@@ -170,6 +174,7 @@ def forget_hash_files(fileio: FileIO, names: Iterable[str]) -> None:
 
 
 __all__ = [
+    "HASH_FILE_DTYPE",
     "HASH_INDEX",
     "MAX_DYNAMIC_BUCKETS",
     "distinct_hashes",

@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
 
+from mergetable.core.threads import process_pool
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -64,19 +66,10 @@ def merge_threads(cores: int | None = None) -> int:
     return n if in_process_key_ranges(n) else 1
 
 
-_POOL: tuple[int, ThreadPoolExecutor] | None = None
-_POOL_LOCK = threading.Lock()
-
-
 def _merge_pool() -> ThreadPoolExecutor:
-    """One pool of merge threads for the process, at least one per core (made again in a forked child, whose copy of
-    the parent's pool has no threads); a caller's ``ahead`` bounds how many it uses."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None or _POOL[0] != os.getpid():
-            threads = max(8, os.cpu_count() or 1)
-            _POOL = (os.getpid(), ThreadPoolExecutor(threads, thread_name_prefix="mergetable-merge"))
-        return _POOL[1]
+    """One pool of merge threads for the process, at least one per core; a caller's ``ahead`` bounds how many it
+    uses."""
+    return process_pool("merge", max(8, os.cpu_count() or 1))
 
 
 def ordered_map(fn: Callable[[T], R], items: Iterable[T], ahead: int) -> Iterator[R]:

@@ -32,11 +32,11 @@ import pyarrow as pa
 
 from mergetable.core.buckets import Partition
 from mergetable.core.dynamic_buckets import (
+    HASH_FILE_DTYPE,
     HASH_INDEX,
     MAX_DYNAMIC_BUCKETS,
     distinct_inverse,
     forget_hash_files,
-    hash_file_bytes,
     hash_index_file_prefix,
     key_hashes,
 )
@@ -44,6 +44,7 @@ from mergetable.core.errors import OptionsError
 from mergetable.core.fileio import FileIO
 from mergetable.core.paths import PathFactory, new_file_name
 from mergetable.core.schema import TableSchema
+from mergetable.core.threads import split_searchsorted
 from mergetable.metadata.models import IndexFileMeta
 
 
@@ -114,10 +115,9 @@ class _PartitionIndex:
         ([4, 9], [2], [1, 3])
         """
         probe = distinct.astype(np.int64) << _BUCKET_BITS  # the first entry at or past it is the hash's, if any
-        out = np.full(len(distinct), -1, dtype=np.int32)
-        at = _find(self.known, probe, out)
+        at, out = _find(self.known, probe)
         if len(self.new):
-            _find(self.new, probe, out)
+            np.maximum(out, _find(self.new, probe)[1], out=out)  # a hash is in one of the two, or in neither (-1)
         missing = out < 0
         if missing.any():
             placed = placer(self, distinct[missing])
@@ -130,13 +130,13 @@ class _PartitionIndex:
             out[missing] = placed
         return out
 
-    def bucket_hashes(self, bucket: int) -> np.ndarray:
-        """The hashes of ``bucket``, loaded and placed, sorted (int32)."""
+    def bucket_hashes(self, bucket: int, dtype: Any = np.int32) -> np.ndarray:
+        """The hashes of ``bucket``, loaded and placed, sorted (as ``dtype``: a HASH file's is ``>i4``)."""
         parts = [e[(e & _BUCKET_MASK) == bucket] >> _BUCKET_BITS for e in (self.known, self.new) if len(e)]
         if not parts:
-            return np.empty(0, np.int32)
+            return np.empty(0, dtype)
         hashes = parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts))
-        return hashes.astype(np.int32)
+        return hashes.astype(dtype)
 
     @property
     def nbytes(self) -> int:
@@ -150,16 +150,21 @@ class _PartitionIndex:
         return _merge_at(self.known, np.searchsorted(self.known, self.new), self.new)
 
 
-def _find(entries: np.ndarray, probe: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """Set ``out`` to the bucket of each hash (``probe``: the hash << 16) found in the sorted ``entries``; returns
-    where each probe would go into them."""
-    at = np.searchsorted(entries, probe)
+def _find(entries: np.ndarray, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each hash (``probe``: the hash << 16) goes into the sorted ``entries``, and its bucket there (int32;
+    -1 where it is absent).
+
+    >>> e = _sorted_index({2: np.array([5], np.int32)})
+    >>> [a.tolist() for a in _find(e, np.array([5, 6], np.int64) << 16)]
+    [[0, 1], [2, -1]]
+    """
+    at = split_searchsorted(entries, probe)
     if not len(entries):
-        return at
-    found = entries[np.minimum(at, len(entries) - 1)]
-    hit = (found >> _BUCKET_BITS) == (probe >> _BUCKET_BITS)
-    out[hit] = found[hit] & _BUCKET_MASK
-    return at
+        return at, np.full(len(probe), -1, dtype=np.int32)
+    offset = entries.take(at, mode="clip") - probe  # the bucket where the entry is the hash's (its low 16 bits)
+    buckets = offset.astype(np.int32)
+    buckets[offset.view(np.uint64) > _BUCKET_MASK] = -1
+    return at, buckets
 
 
 def _merge_at(entries: np.ndarray, at: np.ndarray, more: np.ndarray) -> np.ndarray:
@@ -316,14 +321,13 @@ class DynamicBucketAssigner:
         """The bucket of each row of ``table`` (row ``i`` in partition ``parts[part_ids[i]]``), int32."""
         keys = self.schema.trimmed_primary_keys
         hashes = key_hashes([table.column(k) for k in keys], keys)
-        out = np.empty(len(hashes), dtype=np.int32)
         if len(parts) == 1:
-            groups = [(0, np.arange(len(hashes)))]
-        else:
-            order = np.argsort(part_ids, kind="stable")
-            bounds = np.flatnonzero(np.diff(part_ids[order])) + 1
-            groups = [(int(part_ids[rows[0]]), rows) for rows in np.split(order, bounds)]
-        for pid, rows in groups:
+            return self._assign_partition(self._partition(parts[0]), hashes)
+        out = np.empty(len(hashes), dtype=np.int32)
+        order = np.argsort(part_ids, kind="stable")
+        bounds = np.flatnonzero(np.diff(part_ids[order])) + 1
+        for rows in np.split(order, bounds):
+            pid = int(part_ids[rows[0]])
             out[rows] = self._assign_partition(self._partition(parts[pid]), hashes[rows])
         return out
 
@@ -344,8 +348,7 @@ class DynamicBucketAssigner:
         index = self._partitions.get(partition)
         if index is None or bucket not in index.added:
             return (), ()
-        hashes = index.bucket_hashes(bucket)  # sorted: the bucket's hashes before and now
-        data = hash_file_bytes(hashes)
+        data = index.bucket_hashes(bucket, HASH_FILE_DTYPE).tobytes()  # the bucket's hashes before and now
         name = new_file_name(self.index_prefix)
         self.fileio.write_bytes(self.paths.index_file(name), data)
         replaced = tuple(index.base.files.get(bucket, ()))
