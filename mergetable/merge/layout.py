@@ -139,9 +139,9 @@ def newest_per_key(
         # keys are unique within a chunk, so each assignment writes every slot at most once
         slot[np.subtract(k, np.int64(lo), out=shifted[:m])] = _row_numbers(start, m, dtype)
         start += m
-    filled = np.flatnonzero(np.greater_equal(slot, 0, out=pool_empty(span, np.bool_)))
-    if len(filled) == span:
+    if int(slot.min()) >= 0:  # every key value of the span is present (a dense key): the slots are the rows
         return slot
+    filled = np.flatnonzero(np.greater_equal(slot, 0, out=pool_empty(span, np.bool_)))
     return np.take(slot, filled, out=pool_empty(len(filled), dtype))
 
 
