@@ -49,6 +49,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from mergetable.core import paths
+from mergetable.core.errors import UnsupportedError
 from mergetable.core.option_map import OptionMap
 from mergetable.core.schema import TableSchema, normalize_arrow_type
 from mergetable.metadata.models import CommitMessage, DataFileMeta
@@ -158,9 +159,11 @@ def _plan(df: DataFrame, job: WriteJob) -> _NativePlan | None:
             options[f"parquet.column.statistics.enabled#{f.name}"] = "false"
     copies: list[str] = []
     columns = [F.col(_quoted(c)) for c in schema.column_names]
-    for i, key in enumerate(schema.partition_keys):
+    for i, key in enumerate(schema.partition_keys):  # "" and null would share Spark's default directory
         copies.append(unused_name(f"{PARTITION_COPY}_{i}", [*schema.column_names, *copies]))
-        columns.append(F.col(_quoted(key)).alias(copies[-1]))
+        value = F.col(_quoted(key))
+        copy = F.when(value.isNull(), F.lit("n")).otherwise(F.concat(F.lit("v"), value.cast("string")))
+        columns.append(copy.alias(copies[-1]))
     unit = next(iter(units), None)
     return _NativePlan(df.select(*columns), copies, options, None if unit is None else _TIMESTAMP_TYPES[unit])
 
@@ -235,9 +238,11 @@ def _describe(schema: TableSchema, path: str) -> _Staged:
     table = schema.arrow_schema
     partition: tuple[str | None, ...] = ()
     if schema.partition_keys and metadata.num_rows:
-        first = next(parquet.iter_batches(batch_size=1, columns=list(schema.partition_keys)))
         keys = pa.schema([table.field(k) for k in schema.partition_keys])
-        partition = partitions_of(pa.Table.from_batches([first]).cast(keys), schema)[0]
+        found = partitions_of(parquet.read(columns=keys.names).cast(keys), schema)
+        if len(found) != 1:  # two values Spark names alike: the data source writes them
+            raise UnsupportedError(f"file {path} holds the rows of partitions {found}: not one partition")
+        partition = found[0]
     modes = [schema.table_options.field_stats_mode(c) for c in schema.column_names]
 
     def read(names: list[str]) -> pa.Table:
