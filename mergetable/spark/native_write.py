@@ -22,7 +22,8 @@ committed task outputs are in the staging directory when the job ends.
 
 The path is taken only where its files are exactly the data source's; otherwise :func:`native_append` returns
 False before writing anything and the caller writes through the data source. It needs: a local table (Spark's
-Hadoop file systems are configured apart from the table's fsspec storage options) with no primary key and no
+Hadoop file systems are configured apart from the table's fsspec storage options) whose path Hadoop takes as it
+is (no glob or scheme characters) with no primary key and no
 fixed buckets (``bucket`` -1); no row-kind column, partial write, case renaming or ``mergeSchema``; DataFrame
 columns of exactly the table's types (no cast), nullable where the table's are; types Spark's Parquet writer
 stores as mergetable reads them back (:func:`mergetable.spark.native.native_type`: booleans, integers, floats,
@@ -55,7 +56,7 @@ from mergetable.core.schema import TableSchema, normalize_arrow_type
 from mergetable.metadata.models import CommitMessage, DataFileMeta
 from mergetable.metadata.stats import parquet_file_stats
 from mergetable.spark.bucketing import unused_name
-from mergetable.spark.native import _clashing, _quoted, native_type
+from mergetable.spark.native import _UNSAFE_PATH, _clashing, _quoted, native_type
 from mergetable.spark.staging import leave_marker, tagged_prefixes
 from mergetable.spark.types import spark_arrow_schema
 from mergetable.spark.write_modes import MERGE_SCHEMA, PAIMON_MERGE_SCHEMA
@@ -129,8 +130,10 @@ def _plan(df: DataFrame, job: WriteJob) -> _NativePlan | None:
     schema = job.schema
     opts = schema.table_options
     codec = _SPARK_CODECS.get(opts.file_compression.lower())
+    fileio = job.fileio()
     eligible = (
-        job.fileio().is_local
+        fileio.is_local
+        and not _UNSAFE_PATH.search(fileio.root)
         and schema.is_append_table
         and opts.bucket == -1
         and job.row_kind_column is None
@@ -151,7 +154,7 @@ def _plan(df: DataFrame, job: WriteJob) -> _NativePlan | None:
     units = {f.type.unit for f in table if pa.types.is_timestamp(f.type)}
     if len(units) > 1:
         return None
-    options = {"compression": codec}
+    options = {"compression": codec, "parquet.page.write-checksum.enabled": "true"}
     if codec == "zstd":
         options["parquet.compression.codec.zstd.level"] = str(opts.file_compression_level or _ARROW_ZSTD_LEVEL)
     for f in table:  # as the Python writer: no float statistics (Arrow's and Spark's leave NaN out)

@@ -116,8 +116,9 @@ def test_the_native_write_equals_the_data_source_write(
     df = _frame(spark)
     fast, slow = str(tmp_path / "fast"), str(tmp_path / "slow")
     opts = {} if partition_keys is None else {"partition-keys": ",".join(partition_keys)}
-    mts.write(df, fast, options=opts)
+    mts.write(df, "file://" + fast, options=opts)
     mts.write(df, slow, options=opts, native=False)
+    assert spark.conf.get("spark.sql.parquet.outputTimestampType", None) is None  # set for the write only
     assert _written_by_spark(fast) and not _written_by_spark(slow)
     assert mt.open_table(fast).table_schema.fields == mt.open_table(slow).table_schema.fields
     assert _sorted_rows(fast) == _sorted_rows(slow)
@@ -238,3 +239,24 @@ def test_a_replayed_transaction_and_a_deletion_vector_table(spark: SparkSession,
     mts.write(df, uri, txn_app_id="app", txn_version=1)
     assert sorted(mt.open_table(uri).read().column("n").to_pylist()) == sorted([*range(3, 10), *range(10)])
     assert sorted(r.n for r in mts.read(spark, uri).collect()) == sorted([*range(3, 10), *range(10)])
+
+
+def test_foreach_batch_into_an_append_table_is_exactly_once(spark: SparkSession, tmp_path: Path) -> None:
+    source, checkpoint, uri = tmp_path / "in", tmp_path / "ck", str(tmp_path / "t")
+    source.mkdir()
+    for n in range(2):
+        pq.write_table(pa.table({"n": [n * 10 + i for i in range(3)]}), source / f"{n}.parquet")
+    sink = mts.foreach_batch(uri, "events")
+
+    def run() -> None:
+        df = spark.readStream.schema("n long").option("maxFilesPerTrigger", 1).parquet(str(source))
+        q = df.writeStream.foreachBatch(sink).option("checkpointLocation", str(checkpoint))
+        q.trigger(availableNow=True).start().awaitTermination()
+
+    run()
+    for log in (checkpoint / "commits" / "1", checkpoint / "commits" / ".1.crc"):  # the last batch is replayed
+        log.unlink(missing_ok=True)
+    run()
+    t = mt.open_table(uri)
+    assert sorted(t.read().column("n").to_pylist()) == [0, 1, 2, 10, 11, 12]
+    assert t.txn_version("events") == 1 and _written_by_spark(uri) and _stray(uri) == []
