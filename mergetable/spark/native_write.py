@@ -50,7 +50,6 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from mergetable.core import paths
-from mergetable.core.errors import UnsupportedError
 from mergetable.core.option_map import OptionMap
 from mergetable.core.schema import TableSchema, normalize_arrow_type
 from mergetable.metadata.models import CommitMessage, DataFileMeta
@@ -64,8 +63,6 @@ from mergetable.spark.writer import MergeTableWriter, TaskCommit, WriteJob, plan
 from mergetable.write.append import append_meta
 from mergetable.write.input import partitions_of
 
-PARQUET_DIR = "parquet"
-"""The directory of the job's staging directory Spark's Parquet writer writes into."""
 PARTITION_COPY = "_mergetable_partition"
 """The name of the copies of the partition columns the staged files are partitioned by (a suffix when taken)."""
 _SPARK_CODECS = {"zstd": "zstd", "snappy": "snappy", "gzip": "gzip", "brotli": "brotli", "lz4": "lz4_raw"}
@@ -96,7 +93,7 @@ def native_append(df: DataFrame, uri: str, mode: str, options: dict[str, str]) -
     task = TaskCommit(0, 0, 0, [])
     if job.session_overwrite_mode:
         task.partition_overwrite_mode = str(spark.conf.get("spark.sql.sources.partitionOverwriteMode", "static"))
-    staging = f"{paths.PathFactory(fileio.root).staging_dir(job.job_id)}/{PARQUET_DIR}"
+    staging = paths.PathFactory(fileio.root).staged_parquet_dir(job.job_id)
     writer = MergeTableWriter(job)
     moved: list[str] = []
     try:
@@ -107,11 +104,13 @@ def native_append(df: DataFrame, uri: str, mode: str, options: dict[str, str]) -
         task.rows = sum(f.row_count for m in task.messages for f in m.new_files)
         shutil.rmtree(staging, ignore_errors=True)
         writer.commit([task])
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(staging, ignore_errors=True)
         placed = {f.file_name for m in task.messages for f in m.new_files}
         fileio.delete_quietly([p for p in moved if p.rsplit("/", 1)[-1] not in placed])
         writer.abort([task])
+        if isinstance(exc, _SharedFile):  # nothing was committed: the data source writes the rows instead
+            return False
         raise
     return True
 
@@ -164,11 +163,21 @@ def _plan(df: DataFrame, job: WriteJob) -> _NativePlan | None:
     columns = [F.col(_quoted(c)) for c in schema.column_names]
     for i, key in enumerate(schema.partition_keys):  # "" and null would share Spark's default directory
         copies.append(unused_name(f"{PARTITION_COPY}_{i}", [*schema.column_names, *copies]))
-        value = F.col(_quoted(key))
-        copy = F.when(value.isNull(), F.lit("n")).otherwise(F.concat(F.lit("v"), value.cast("string")))
-        columns.append(copy.alias(copies[-1]))
+        columns.append(_partition_copy(F.col(_quoted(key)), table.field(key).type).alias(copies[-1]))
     unit = next(iter(units), None)
     return _NativePlan(df.select(*columns), copies, options, None if unit is None else _TIMESTAMP_TYPES[unit])
+
+
+def _partition_copy(value: Any, t: pa.DataType) -> Any:
+    """The string a staged file's directory is named by: one per partition value, whatever the session's time zone
+    (timestamps as their microseconds); null and "" apart (Spark names both with its default directory)."""
+    text = F.unix_micros(value) if pa.types.is_timestamp(t) else value
+    text = text.cast("string")
+    return F.when(value.isNull(), F.lit("n")).otherwise(F.concat(F.lit("v"), text))
+
+
+class _SharedFile(Exception):
+    """A staged file holds the rows of more than one partition."""
 
 
 @contextlib.contextmanager
@@ -243,8 +252,8 @@ def _describe(schema: TableSchema, path: str) -> _Staged:
     if schema.partition_keys and metadata.num_rows:
         keys = pa.schema([table.field(k) for k in schema.partition_keys])
         found = partitions_of(parquet.read(columns=keys.names).cast(keys), schema)
-        if len(found) != 1:  # two values Spark names alike: the data source writes them
-            raise UnsupportedError(f"file {path} holds the rows of partitions {found}: not one partition")
+        if len(found) != 1:  # two values whose copies Spark named alike (not expected: see _partition_copy)
+            raise _SharedFile(path)
         partition = found[0]
     modes = [schema.table_options.field_stats_mode(c) for c in schema.column_names]
 
@@ -255,4 +264,4 @@ def _describe(schema: TableSchema, path: str) -> _Staged:
     return _Staged(path, partition, metadata.num_rows, os.path.getsize(path), stats)
 
 
-__all__ = ["PARQUET_DIR", "PARTITION_COPY", "native_append"]
+__all__ = ["PARTITION_COPY", "native_append"]

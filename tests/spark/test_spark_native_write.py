@@ -205,7 +205,9 @@ def test_a_commit_that_fails_deletes_the_written_files(spark: SparkSession, tmp_
             os.close(os.open(flag, os.O_CREAT | os.O_EXCL))
         except FileExistsError:
             return n
-        shutil.rmtree(uri)
+        for name in os.listdir(uri):  # all but the staging directory Spark is writing into
+            if name != "_spark_staging":
+                shutil.rmtree(os.path.join(uri, name))
         mt.create_table(uri, arrow).write(pa.table({"n": [-1], "s": ["new"]}, schema=arrow))
         return n
 
@@ -226,6 +228,11 @@ def test_maintenance_treats_the_files_as_the_tables_own(spark: SparkSession, tmp
     t.expire_snapshots(retain_last=1)
     assert not any(os.path.exists(p) for p in old)  # the overwritten files went with their snapshot
     assert _written_by_spark(uri) and sorted(mt.open_table(uri).read().column("n").to_pylist()) == list(range(10))
+    staged = mt.open_table(uri).path_factory.staged_parquet_dir("0123456789abcdef")  # a driver that stopped
+    df.write.partitionBy("s").parquet(staged)
+    assert _stray(uri)
+    removed = mt.open_table(uri).remove_orphan_files(older_than_ms=2**62, force=True)
+    assert removed and _stray(uri) == [] and not os.path.exists(os.path.join(uri, "_spark_staging"))
 
 
 def test_a_replayed_transaction_and_a_deletion_vector_table(spark: SparkSession, tmp_path: Path) -> None:
@@ -260,3 +267,21 @@ def test_foreach_batch_into_an_append_table_is_exactly_once(spark: SparkSession,
     t = mt.open_table(uri)
     assert sorted(t.read().column("n").to_pylist()) == [0, 1, 2, 10, 11, 12]
     assert t.txn_version("events") == 1 and _written_by_spark(uri) and _stray(uri) == []
+
+
+def test_timestamp_partitions_whatever_the_session_time_zone(spark: SparkSession, tmp_path: Path) -> None:
+    """Two instants of the hour a New York clock repeats: a partition each."""
+    first = datetime.datetime(2024, 11, 3, 5, 30, tzinfo=datetime.UTC)  # 01:30 EDT
+    values = [(first, b"\xff\x00"), (first + datetime.timedelta(hours=1), b"\xfe"), (None, b"")]  # 01:30 EST
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        df = spark.createDataFrame([(*v, i) for i, v in enumerate(values)], "ts timestamp, bin binary, n int")
+        fast, slow = str(tmp_path / "fast"), str(tmp_path / "slow")
+        mts.write(df, fast, partition_keys="ts")
+        mts.write(df, slow, partition_keys="ts", native=False)
+        assert _written_by_spark(fast)
+        assert _checked_files(fast) == _checked_files(slow) and len(_checked_files(fast)) == 3
+        assert _sorted_rows(fast) == _sorted_rows(slow)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
