@@ -172,6 +172,15 @@ def test_overwrite_and_dynamic_partition_overwrite(spark: SparkSession, tmp_path
         assert _stray(uri) == []
     assert results[0] == results[1] == ([2, 3, 10, 20], [1, 2, 3])
 
+    empty = first.limit(0)
+    for native in (True, False):  # an empty overwrite empties the table; an empty first write creates one
+        uri = str(tmp_path / f"t{native}")
+        mts.write(empty, uri, "overwrite", native=native)
+        assert mt.open_table(uri).count() == 0 and _stray(uri) == []
+        fresh = str(tmp_path / f"fresh{native}")
+        mts.write(empty, fresh, native=native)
+        assert mt.open_table(fresh).count() == 0 and mt.open_table(fresh).table_schema.is_append_table
+
 
 def test_a_write_that_fails_leaves_the_table_as_it_was(spark: SparkSession, tmp_path: Path) -> None:
     uri = str(tmp_path / "t")
