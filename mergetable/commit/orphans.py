@@ -10,7 +10,9 @@ mergetable's own layout and considers only names mergetable makes:
 * temporary files of an interrupted write of one of those (``[.]<name>.<32 hex>.tmp``), also in
   ``snapshot/``;
 * ``_spark_staging/<job id>/<partition>-<attempt>-<task attempt>``: the marker of a Spark task attempt
-  that was still running when its job committed or aborted (a job removes its own markers when it ends).
+  that was still running when its job committed or aborted (a job removes its own markers when it ends);
+* every file under ``_spark_staging/<job id>/parquet/``: the Parquet files of an append table's write by Spark's
+  own writer whose driver stopped before it moved them out (a write removes the directory when it ends).
 
 Schema, snapshot, hint, tag and consumer files are never deleted; no other name or directory starting with
 ``.`` or ``_`` is entered or deleted (other than the temporary files above); a directory holding ``schema/`` or
@@ -76,19 +78,21 @@ def candidates(fileio: FileIO, schema: TableSchema) -> Iterator[Candidate]:
     for job, is_dir, _ in fileio.list_entries(factory.staging_dir()):
         if is_dir and not is_hidden(job):
             yield from _files(fileio, factory.staging_dir(job), paths.is_attempt_marker, ())
+            yield from fileio.walk_files(factory.staged_parquet_dir(job))
 
 
 def prune_staging(fileio: FileIO, deleted: list[str]) -> None:
-    """Remove the job directories under ``_spark_staging/`` whose markers ``deleted`` held, once empty, then that
-    directory if it is empty too (local tables: object stores have no directories to remove)."""
+    """Remove the job directories under ``_spark_staging/`` whose files ``deleted`` held, once they hold no file,
+    then that directory if it is empty too (local tables: object stores have no directories to remove)."""
     staging = paths.PathFactory(fileio.root).staging_dir()
-    jobs = {path.rsplit("/", 1)[0] for path in deleted if path.startswith(staging + "/")}
+    jobs = {path[len(staging) + 1 :].split("/", 1)[0] for path in deleted if path.startswith(staging + "/")}
     if not fileio.is_local or not jobs:
         return
-    for job_dir in sorted(jobs):
-        if not fileio.list_names(job_dir):
+    for job in sorted(jobs):
+        job_dir = f"{staging}/{job}"
+        if not any(True for _ in fileio.walk_files(job_dir)):
             with contextlib.suppress(OSError):
-                fileio.fs.rmdir(job_dir)
+                fileio.fs.rm(job_dir, recursive=True)
     if not fileio.list_names(staging):
         with contextlib.suppress(OSError):
             fileio.fs.rmdir(staging)

@@ -9,6 +9,8 @@ tag/tag-<name>                         consumer/consumer-<id>
 [<k>=<v>/…]/bucket-<N>/changelog-<uuid>-<n>.parquet
 <dir>/.<name>.<uuid>.tmp               (a file being written, before it is published under <name>)
 _spark_staging/<job id>/<marker>       (markers of a Spark write job's task attempts, removed by its commit)
+_spark_staging/<job id>/parquet/…      (an append table's rows as Spark's Parquet writer wrote them, moved to
+                                        their buckets before the job's commit)
 ```
 
 Every method returns an absolute path (the table root joined with the relative one), in the form
@@ -34,6 +36,7 @@ TAG_DIR = "tag"
 CONSUMER_DIR = "consumer"
 INDEX_DIR = "index"
 STAGING_DIR = "_spark_staging"
+STAGED_PARQUET_DIR = "parquet"
 LATEST = "LATEST"
 EARLIEST = "EARLIEST"
 SCHEMA_PREFIX = "schema-"
@@ -238,6 +241,10 @@ class PathFactory:
     def staging_dir(self, job_id: str | None = None) -> str:
         """Where a write job's task attempts leave their markers (all jobs' when ``job_id`` is None)."""
         return self.join(STAGING_DIR, job_id or "")
+
+    def staged_parquet_dir(self, job_id: str) -> str:
+        """Where Spark's Parquet writer writes an append table's rows for a job (``mergetable.spark.native_write``)."""
+        return self.join(STAGING_DIR, job_id, STAGED_PARQUET_DIR)
 
     # -- data and changelog files -----------------------------------------------------------------
     def partition_path(self, partition: PartitionValues) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -105,6 +105,66 @@ def parquet_bounds(metadata: pq.FileMetaData, schema: pa.Schema) -> dict[str, tu
             if bounds:
                 out[field.name] = (min(b[0] for b in bounds), max(b[1] for b in bounds))
     return out
+
+
+def parquet_file_stats(
+    metadata: pq.FileMetaData,
+    schema: pa.Schema,
+    modes: Sequence[StatsMode],
+    read: Callable[[list[str]], pa.Table],
+) -> SimpleStats:
+    """The :func:`column_stats` of a Parquet file's columns (``schema``, in order, as ``modes`` says) without
+    decoding the columns whose footer statistics give them: null counts from the footer, min and max from it
+    where :func:`parquet_bounds` takes them as exact (signed integers, strings). The other columns (floats, whose
+    NaN the footer leaves out; dates, decimals, binaries ...) are decoded: ``read(names)`` returns them.
+
+    >>> sink = pa.BufferOutputStream()
+    >>> rows = pa.table({"k": [3, None, 2], "f": [1.0, float("nan"), 0.5]})
+    >>> with pq.ParquetWriter(sink, rows.schema) as w:
+    ...     w.write_table(rows)
+    >>> stats = parquet_file_stats(w.writer.metadata, rows.schema, [FULL, FULL], lambda names: rows.select(names))
+    >>> stats.min_values, stats.max_values, stats.null_counts
+    ((2, 0.5), (3, 'NaN'), (1, 0))
+    """
+    rows = metadata.num_rows
+    leaves = {metadata.schema.column(j).path: j for j in range(metadata.num_columns)}
+    known = parquet_bounds(metadata, schema)
+
+    def footer_nulls(name: str) -> int | None:
+        j = leaves.get(name)
+        if j is None or pa.types.is_nested(schema.field(name).type):
+            return None
+        total = 0
+        for g in range(metadata.num_row_groups):
+            stats = metadata.row_group(g).column(j).statistics
+            if stats is None or not stats.has_null_count:
+                return None
+            total += stats.null_count
+        return total
+
+    nulls = {f.name: footer_nulls(f.name) for f in schema}
+    decode = [
+        f.name
+        for f, mode in zip(schema, modes, strict=True)
+        if (mode.counts and nulls[f.name] is None)
+        or (mode.bounds and f.name not in known and _has_order(f.type) and nulls[f.name] != rows)
+    ]
+    decoded = read(decode) if decode else None
+    mins: list[Any] = []
+    maxs: list[Any] = []
+    counts: list[int | None] = []
+    for f, mode in zip(schema, modes, strict=True):
+        if decoded is not None and f.name in decode:
+            one = column_stats(decoded, [f.name], [mode])
+        else:  # the footer's bounds (when any) stand for the column; its null count is the footer's
+            bounds = known.get(f.name)
+            values = pa.table({f.name: pa.array(list(bounds) if bounds else [], f.type)})
+            one = column_stats(values, [f.name], [mode], known)
+            one = one.model_copy(update={"null_counts": (nulls[f.name] if mode.counts else None,)})
+        mins.append(one.min_values[0])
+        maxs.append(one.max_values[0])
+        counts.append(one.null_counts[0])
+    return SimpleStats(min_values=tuple(mins), max_values=tuple(maxs), null_counts=tuple(counts))
 
 
 def key_row(table: pa.Table, columns: Sequence[str], index: int) -> tuple[Any, ...]:

@@ -24,6 +24,7 @@ from mergetable.spark.bucketing import bucket_task_key, unused_name, with_bucket
 from mergetable.spark.changes import split_audit_log
 from mergetable.spark.dynamic import CHANNELS_OPTION, shuffle_by_channel
 from mergetable.spark.native import native_read
+from mergetable.spark.native_write import native_append
 from mergetable.spark.options import ReadOptions, WriteOptions
 from mergetable.spark.source import MergeTableDataSource
 from mergetable.spark.system import RESOLVE_SNAPSHOT, without_resolve_option
@@ -191,6 +192,8 @@ def write(
     num_partitions: int | None = None,
     txn_app_id: str | None = None,
     txn_version: int | None = None,
+    *,
+    native: bool = True,
     **kwargs: Any,
 ) -> None:
     """Write ``df`` to the table at ``uri`` with one Spark task per (partition, bucket) group.
@@ -204,6 +207,12 @@ def write(
     reach one task, but in no defined order across the input partitions: use ``sequence.field`` where the
     order of updates to a key matters.
 
+    An append table without fixed buckets (``bucket`` -1) is written by Spark's own Parquet writer, its files
+    then committed as one snapshot, at the speed of ``df.write.parquet``
+    (:func:`~mergetable.spark.native_write.native_append`), where that gives the data source's result: a local
+    table, columns of the table's types among those Spark's Parquet writer stores as mergetable reads them, no
+    row-kind column, ``mergeSchema`` or case renaming. Other writes go through the data source.
+
     Args:
         df: the rows to write (with a row-kind column when ``row-kind-column`` names one).
         uri: the table's location; the table is created on the first write (without ``primary_key``: an
@@ -214,6 +223,8 @@ def write(
         num_partitions: the number of write tasks (Spark's default shuffle partitions when ``None``).
         txn_app_id, txn_version: make the write idempotent (Delta's ``txnAppId``/``txnVersion``): it is
             skipped when that application already committed this version or a later one.
+        native: write an append table with Spark's Parquet writer where that applies (see above). ``False``:
+            the data source only.
         **kwargs: more options, with ``_`` for ``-`` (``primary_key="id"``, ``bucket=4``).
 
     Raises:
@@ -247,6 +258,8 @@ def write(
         shuffled, channels = shuffle_by_channel(df, schema, num_partitions, task_key)
         opts[CHANNELS_OPTION] = str(channels)
         shuffled.write.format("mergetable").mode(mode).options(**opts).save(uri)
+        return
+    if native and schema.is_append_table and schema.table_options.bucket == -1 and native_append(df, uri, mode, opts):
         return
     if schema.table_options.bucket < 1:  # no buckets (append), or postponed ones: written where the rows are
         df.write.format("mergetable").mode(mode).options(**opts).save(uri)

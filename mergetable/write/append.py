@@ -208,18 +208,32 @@ def append_file_meta(
     """The metadata of an append-table file holding ``part``: no key, statistics of every column (by
     ``metadata.stats-mode``), sequence numbers ``first_sequence …`` one per row."""
     cols = list(schema.column_names)
-    opts = schema.table_options
+    stats = column_stats(part, cols, [schema.table_options.field_stats_mode(c) for c in cols], known)
+    return append_meta(schema, name, size, part.num_rows, stats, first_sequence, source)
+
+
+def append_meta(
+    schema: TableSchema,
+    name: str,
+    size: int,
+    row_count: int,
+    value_stats: SimpleStats,
+    first_sequence: int,
+    source: FileSource = FileSource.APPEND,
+) -> DataFileMeta:
+    """The metadata of an append-table file of ``row_count`` rows whose columns' statistics are ``value_stats``
+    (every column of ``schema``, in order): no key, sequence numbers ``first_sequence …`` one per row."""
     return DataFileMeta(
         file_name=name,
         file_size=size,
-        row_count=part.num_rows,
+        row_count=row_count,
         min_key=(),
         max_key=(),
         key_stats=SimpleStats(),
-        value_stats=column_stats(part, cols, [opts.field_stats_mode(c) for c in cols], known),
-        value_stats_cols=tuple(cols),
+        value_stats=value_stats,
+        value_stats_cols=tuple(schema.column_names),
         min_sequence_number=first_sequence,
-        max_sequence_number=first_sequence + part.num_rows - 1,
+        max_sequence_number=first_sequence + row_count - 1,
         schema_id=schema.id,
         level=0,
         creation_time=int(time.time() * 1000),
@@ -228,4 +242,4 @@ def append_file_meta(
     )
 
 
-__all__ = ["AppendWriter", "append_file_meta", "write_append_files"]
+__all__ = ["AppendWriter", "append_file_meta", "append_meta", "write_append_files"]
