@@ -7,10 +7,9 @@ into Python:
 
 * files whose vector marks nothing are read as they are, with the table's other plain files;
 * every other file is its own scan, filtered on ``_metadata.row_index`` (the row's position in its file, which
-  Spark's Parquet reader computes whatever row groups a filter skips): a few runs of consecutive marked
-  positions (a delete of a key range marks one run of a sorted file) as ranges, a few marked positions with
-  ``NOT IN``, more with the vector as a bitset, a literal ``array<bigint>`` of 64 positions a word over the
-  marked range, tested with a shift (no join, no hash probe, nothing for Spark to collect or broadcast at each query);
+  Spark's Parquet reader computes whatever row groups a filter skips): a few marked positions with ``NOT IN``,
+  more with the vector as a bitset, a literal ``array<bigint>`` of 64 positions a word over the marked range,
+  tested with a shift (no join, no hash probe, nothing for Spark to collect or broadcast at each query);
 * beyond :data:`FILTERED_FILES` such files, or :data:`FILTERED_WORDS` words of bitsets, the remaining files are
   one scan whose rows are anti-joined (broadcast) on a 64-bit key, the file's number above the row's position,
   against the vectors' positions.
@@ -20,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import reduce
 
 import numpy as np
 import pyarrow as pa
@@ -38,9 +36,6 @@ BROADCAST_ROWS = 4_000_000
 """The most marked positions sent to every task with the join (more: Spark plans the anti-join itself)."""
 IN_LIST = 64
 """The most marked positions of a file matched with ``NOT IN`` rather than a bitset."""
-RANGES = 8
-"""The most runs of consecutive marked positions of a file matched as ranges (two comparisons a run), where some
-run holds more than one position."""
 FILTERED_FILES = 64
 """The most files with marked rows read each as its own filtered scan (the others: one scan and the join)."""
 FILTERED_WORDS = 1 << 22
@@ -101,12 +96,6 @@ def without_marked(
 def kept(marked: np.ndarray) -> Column:
     """Whether the row at ``_metadata.row_index`` is not one of the sorted positions ``marked``."""
     position = F.col("_metadata.row_index")
-    breaks = np.flatnonzero(np.diff(marked) != 1) + 1
-    if len(breaks) < RANGES and len(breaks) + 1 < len(marked):
-        firsts = marked[np.concatenate([[0], breaks])].tolist()
-        lasts = marked[np.concatenate([breaks - 1, [len(marked) - 1]])].tolist()
-        outside = [(position < F.lit(a)) | (position > F.lit(b)) for a, b in zip(firsts, lasts, strict=True)]
-        return reduce(lambda x, y: x & y, outside)
     if len(marked) <= IN_LIST:
         return ~position.isin(*[int(p) for p in marked])
     low, high = int(marked[0]), int(marked[-1])

@@ -114,26 +114,6 @@ def test_bitsets_in_lists_and_the_join_give_the_python_rows(
     assert _sorted(mts.read(spark, t.uri, filter=[("s", "=", "s1")])) == _expected(t, filter=[("s", "=", "s1")])
 
 
-def test_runs_of_marked_rows_are_filtered_as_ranges(spark: SparkSession, tmp_path: Path) -> None:
-    """A delete of key ranges in an append table marks runs of consecutive rows: each file's filter is a few
-    comparisons (no bitset literal, no list); many runs fall back to the bitset, both giving the Python rows."""
-    t = mt.create_table(str(tmp_path / "t"), SCHEMA, options={"deletion-vectors.enabled": "true"})
-    t.write(_rows(list(range(3000)), 0))
-    t.delete([("id", ">=", 100), ("id", "<", 600)])
-    t.delete([("id", ">=", 2000), ("id", "<", 2100)])
-    t.delete([("id", "=", 2500)])
-    marked = [v.to_array().tolist() for v in t.deletion_vectors().values()]
-    assert [len(m) for m in marked] == [601]
-    df = mts.read(spark, t.uri)
-    plan = df._jdf.queryExecution().executedPlan().toString()
-    assert "row_index" in plan and "shiftright" not in plan and " IN (" not in plan.upper(), plan
-    assert _sorted(df) == _expected(t) and df.count() == 3000 - 601
-    t.delete([("id", "<", 1500), ("v", "=", 0), ("s", "=", "s1")])  # every third row below 1500: many runs
-    df = mts.read(spark, t.uri)
-    assert "shiftright" in df._jdf.queryExecution().executedPlan().toString()  # the bitset's bit of the row
-    assert _sorted(df) == _expected(t)
-
-
 def test_merge_on_read_sections_alone_go_through_the_data_source(spark: SparkSession, tmp_path: Path) -> None:
     t = _vector_table(tmp_path)
     t.alter.set_options({"write-only": "true", "deletion-vectors.merge-on-read": "true"})
