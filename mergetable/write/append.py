@@ -55,7 +55,12 @@ class AppendWriter(TableWriter):
         self._retracts: list[pa.Table] = []
 
     def _write_table(
-        self, table: pa.Table, row_kind: RowKindArg, target_columns: Sequence[str] | None, cast: bool = False
+        self,
+        table: pa.Table,
+        row_kind: RowKindArg,
+        target_columns: Sequence[str] | None,
+        cast: bool = False,
+        buckets: np.ndarray | None = None,
     ) -> None:
         if target_columns is not None:
             raise UnsupportedError(

@@ -18,11 +18,12 @@ from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema, che
 from mergetable.merge import MergeFunction
 from mergetable.merge.base import drop_write_mask, with_write_mask
 from mergetable.metadata.models import CommitMessage, DataFileMeta
-from mergetable.write.bucket_assign import DynamicBucketAssigner
+from mergetable.write.bucket_assign import DynamicBucketAssigner, known_buckets
 from mergetable.write.cross_partition import CrossPartitionRouter
 from mergetable.write.files import write_kv_files
 from mergetable.write.flushing import bounded_map
 from mergetable.write.input import (
+    BucketAssign,
     RowKindArg,
     conform,
     input_tables,
@@ -107,18 +108,31 @@ class TableWriter:
 
     # -- input ------------------------------------------------------------------------------------
     def write(
-        self, data: Any, row_kind: RowKindArg = None, target_columns: Sequence[str] | None = None, cast: bool = False
+        self,
+        data: Any,
+        row_kind: RowKindArg = None,
+        target_columns: Sequence[str] | None = None,
+        cast: bool = False,
+        buckets: np.ndarray | None = None,
     ) -> None:
         """Buffer ``data`` with its row kinds, streamed where the input streams; see :meth:`mergetable.Table.write`.
 
         One kind per row needs the rows at once; otherwise a stream is buffered a batch at a time.
+        ``buckets``: on a dynamic-bucket table, the bucket each row's key is in already (-1: not known), as a
+        row-level operation knows it of the rows it read from their bucket; such rows go there without a HASH
+        index lookup (a key never moves). Ignored where the rows are routed or filtered first.
         """
         per_row = row_kind is not None and not isinstance(row_kind, str | int | RowKind)
-        for table in [to_arrow_table(data)] if per_row else input_tables(data):
-            self._write_table(table, row_kind, target_columns, cast)
+        for table in [to_arrow_table(data)] if per_row or buckets is not None else input_tables(data):
+            self._write_table(table, row_kind, target_columns, cast, buckets)
 
     def _write_table(
-        self, table: pa.Table, row_kind: RowKindArg, target_columns: Sequence[str] | None, cast: bool = False
+        self,
+        table: pa.Table,
+        row_kind: RowKindArg,
+        target_columns: Sequence[str] | None,
+        cast: bool = False,
+        buckets: np.ndarray | None = None,
     ) -> None:
         rowkind_field = self.options.rowkind_field
         if rowkind_field is not None and row_kind is None and rowkind_field in table.schema.names:
@@ -150,12 +164,17 @@ class TableWriter:
         table = table.append_column(VALUE_KIND, kinds)
         counts = self._count if self.bucket_counts is not None else None
         assign = self.assigner.assign if self.assigner is not None else None
+        if buckets is not None and (assign is None or self.schema.is_cross_partition or len(buckets) != len(table)):
+            buckets = None  # not a dynamic-bucket table's rows as they were given
         row_bytes = max(1, table.nbytes // max(1, table.num_rows))
         start = 0
         while start < table.num_rows:
             # A slice may land in one bucket: it takes twice its bytes of the room (its rows and their copy).
             step = max(1, self._room() // 2 // row_bytes)
-            for partition, bucket, rows in split_by_bucket(table.slice(start, step), self.schema, assign, counts):
+            place: BucketAssign | None = assign
+            if self.assigner is not None and buckets is not None:
+                place = known_buckets(self.assigner, buckets[start : start + step])
+            for partition, bucket, rows in split_by_bucket(table.slice(start, step), self.schema, place, counts):
                 bucket_id = (partition, bucket)
                 self._buffer.setdefault(bucket_id, []).append(rows)
                 self._buffer_bytes += rows.nbytes
