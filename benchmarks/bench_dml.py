@@ -13,7 +13,7 @@ Each system runs in its own process (``dml_peer.py``; deltalake in ``.venv-peers
 creates), the systems in turn, ``--repeat`` times; the medians are compared, and every system must leave
 the same rows and sums. Without ``.venv-peers`` only mergetable's figures are printed.
 
-Run: ``python benchmarks/bench_dml.py [--rows N] [--repeat R] [--mem-rows N] [--mem-source N]``.
+Run: ``python benchmarks/bench_dml.py [--rows N] [--repeat R] [--mem-rows N] [--mem-source N] [--skip-memory]``.
 """
 
 from __future__ import annotations
@@ -153,13 +153,15 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--mem-rows", type=int, default=GOAL_ROWS, help="table rows of the merge-memory run")
     ap.add_argument("--mem-source", type=int, default=None, help="source rows of it (default: a quarter)")
+    ap.add_argument("--skip-memory", action="store_true", help="time update and merge only (no merge-memory run)")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="mt-dml-"))
     try:
         print(f"== row-level operations: {args.rows:,} rows, 4 partitions, vs deltalake", flush=True)
         timings(work / "ops", args.rows, args.repeat)
         shutil.rmtree(work / "ops", ignore_errors=True)
-        memory(work / "mem", args.mem_rows, args.mem_source or args.mem_rows // 4)
+        if not args.skip_memory:
+            memory(work / "mem", args.mem_rows, args.mem_source or args.mem_rows // 4)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

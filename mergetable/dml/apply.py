@@ -38,8 +38,9 @@ from mergetable.write.input import with_progress
 
 RECOMPUTE_ATTEMPTS = 3
 
-Changes = tuple[pa.Table, np.ndarray] | None
-"""Rows with the table's columns and one :class:`~mergetable.core.rowkind.RowKind` (int8) per row (None: no change)."""
+Changes = tuple[pa.Table, np.ndarray] | tuple[pa.Table, np.ndarray, np.ndarray | None] | None
+"""Rows with the table's columns and one :class:`~mergetable.core.rowkind.RowKind` (int8) per row (None: no change);
+optionally the bucket each row's key is in already (-1: not known), for the writer of a dynamic-bucket table."""
 ChangeStream = Iterator[Changes]
 """Changes computed a part at a time (a merge of a large source: the parts hold disjoint keys), each written
 as it comes, so that the operation never holds all of them; still one commit."""
@@ -107,9 +108,11 @@ def apply_changes(
         written: list[np.ndarray] = []  # the row kinds of every part, for the metrics (one byte a row)
         try:
             with table.writing(properties={OPERATION: operation}, precondition=guard) as w:
-                for rows, kinds in itertools.chain([first], nonempty):
+                for part in itertools.chain([first], nonempty):
+                    rows, kinds = part[0], part[1]
                     data = with_progress(rows, operation.lower(), wanted(progress))
-                    w.write(data, row_kind=pa.array(kinds, pa.int8()))
+                    buckets = part[2] if len(part) > 2 else None
+                    w.writer.write(data, row_kind=pa.array(kinds, pa.int8()), buckets=buckets)
                     written.append(np.asarray(kinds, dtype=np.int8))
                 snap = w.commit()
             kinds_all = np.concatenate(written)

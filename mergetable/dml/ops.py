@@ -28,7 +28,7 @@ from mergetable.dml.clauses import resolve_columns
 from mergetable.dml.evaluate import assignment, cast_columns, literal, project
 from mergetable.dml.rules import check_assigned, check_delete, check_update, nulls_refused
 from mergetable.dml.sql import check_sql, sql_values
-from mergetable.dml.target import read_target
+from mergetable.dml.target import read_target_buckets
 from mergetable.metadata.models import Snapshot
 from mergetable.write.input import to_arrow_table
 
@@ -51,7 +51,7 @@ def kinds(n: int, kind: RowKind) -> np.ndarray:
     return np.full(n, int(kind), dtype=np.int8)
 
 
-def retracts(table: DmlTable, keys: pa.Table) -> Changes:
+def retracts(table: DmlTable, keys: pa.Table) -> tuple[pa.Table, np.ndarray]:
     """``-D`` records of ``keys`` (the columns it lacks are NULL: a retract needs only the key)."""
     for f in table.schema:
         if f.name not in keys.schema.names:
@@ -68,7 +68,8 @@ def delete_where(table: DmlTable, filter: Filters | None) -> CommitResult:
     def compute(base: Snapshot | None) -> Changes:
         if base is None:
             return None
-        return retracts(table, read_target(table, base.id, needed, filter))
+        keys, buckets = read_target_buckets(table, base.id, needed, filter)
+        return (*retracts(table, keys), buckets)
 
     return apply_changes(table, "DELETE", compute)
 
@@ -140,10 +141,10 @@ def update_where(
     def compute(base: Snapshot | None) -> Changes:
         if base is None:
             return None
-        rows = read_target(table, base.id, None, filter)
+        rows, buckets = read_target_buckets(table, base.id, None, filter)
         new = evaluate(rows, full, sql, schema)
         check_nulls(table, new, rows, [*exprs, *sql], "update")
-        return new, kinds(new.num_rows, RowKind.UPDATE_AFTER)
+        return new, kinds(new.num_rows, RowKind.UPDATE_AFTER), buckets
 
     return apply_changes(table, "UPDATE", compute)
 

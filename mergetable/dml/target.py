@@ -15,7 +15,8 @@ that of the rows it matches, not of the table.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -24,7 +25,9 @@ import pyarrow.compute as pc
 from mergetable.core.hashing import hash_keys
 from mergetable.core.predicates import Filters
 from mergetable.dml.apply import DmlTable
-from mergetable.read.parallel import in_process_key_ranges
+from mergetable.read.parallel import in_process_key_ranges, merge_threads, ordered_streams
+from mergetable.read.reader import MERGE_AHEAD_STREAMING
+from mergetable.read.scan import Split
 
 
 def read_target(table: DmlTable, snapshot_id: int, columns: Sequence[str] | None, filter: Filters | None) -> pa.Table:
@@ -35,6 +38,49 @@ def read_target(table: DmlTable, snapshot_id: int, columns: Sequence[str] | None
     if not parts:
         return reader.out_schema.empty_table()
     return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+
+
+def bucket_windows(
+    table: DmlTable,
+    snapshot_id: int,
+    columns: Sequence[str] | None,
+    filter: Filters | None,
+    ahead: int | None,
+    exact: bool = True,
+) -> Iterator[tuple[pa.Table, int]]:
+    """The merged rows of snapshot ``snapshot_id`` matching ``filter`` (``exact=False``: of the files it does not
+    prune), as :meth:`SplitReader.read_splits` gives them (``ahead``: its read-ahead, None: as far as they go), each
+    window with the bucket it was read from."""
+    reader = table.split_reader(columns, filter if exact else None)
+    splits = table.plan(filter, key_ranges=in_process_key_ranges(), snapshot_id=snapshot_id)
+    prefetch = ahead is None
+    workers = max(1, min(8, os.cpu_count() or 1, len(splits)))
+    merging = merge_threads() if prefetch else min(MERGE_AHEAD_STREAMING, merge_threads())
+    share, each = max(1, reader.window_bytes // workers), max(1, merging // workers)  # shared as read_splits does
+
+    def read(split: Split) -> Iterator[tuple[pa.Table, int]]:
+        return ((rows, split.bucket) for rows in reader.read_split(split, share, prefetch, merge_ahead=each))
+
+    return ordered_streams(splits, read, workers, ahead)
+
+
+def read_target_buckets(
+    table: DmlTable, snapshot_id: int, columns: Sequence[str] | None, filter: Filters | None
+) -> tuple[pa.Table, np.ndarray | None]:
+    """:func:`read_target`'s rows and, on a dynamic-bucket table, the bucket each was read from (int32, else
+    None): the writer puts a row whose key it knows the bucket of there without a HASH index lookup."""
+    if not dynamic_buckets(table):
+        return read_target(table, snapshot_id, columns, filter), None
+    parts = list(bucket_windows(table, snapshot_id, columns, filter, None))
+    if not parts:
+        return table.split_reader(columns, filter).out_schema.empty_table(), np.empty(0, np.int32)
+    rows = parts[0][0] if len(parts) == 1 else pa.concat_tables([p for p, _ in parts])
+    return rows, np.concatenate([np.full(p.num_rows, b, dtype=np.int32) for p, b in parts])
+
+
+def dynamic_buckets(table: DmlTable) -> bool:
+    """Whether the table places keys by its HASH index (dynamic bucket mode, not cross-partition)."""
+    return table.table_options.bucket == -1 and not table.table_schema.is_cross_partition
 
 
 def join_key(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
@@ -111,4 +157,13 @@ def read_matching(
     return kept[0] if len(kept) == 1 else pa.concat_tables(kept)
 
 
-__all__ = ["find_hashes", "join_key", "key_hashes", "read_matching", "read_target"]
+__all__ = [
+    "bucket_windows",
+    "dynamic_buckets",
+    "find_hashes",
+    "join_key",
+    "key_hashes",
+    "read_matching",
+    "read_target",
+    "read_target_buckets",
+]

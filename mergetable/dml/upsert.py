@@ -29,8 +29,7 @@ from mergetable.dml.apply import ChangeStream, DmlTable
 from mergetable.dml.clauses import MATCHED, NOT_MATCHED, Clause
 from mergetable.dml.evaluate import cast_columns
 from mergetable.dml.rules import nulls_refused
-from mergetable.dml.target import find_hashes, key_hashes
-from mergetable.read.parallel import in_process_key_ranges
+from mergetable.dml.target import bucket_windows, dynamic_buckets, find_hashes, key_hashes
 
 PART_ROWS = 1 << 19
 """Source rows written at a time."""
@@ -71,10 +70,10 @@ def upsert_changes(
     del hashes
     if ordered.size > 1 and bool((ordered[1:] == ordered[:-1]).any()):
         return None  # a key twice (or a hash collision): the general merge knows which row wins, or refuses
-    matched = _matched(table, snapshot_id, keys, on, order, ordered, prune)
+    matched, buckets = _matched(table, snapshot_id, keys, on, order, ordered, prune)
     update = any(c.kind == MATCHED for c in clauses)
     insert = any(c.kind == NOT_MATCHED for c in clauses)
-    return _parts(table, source, matched, update, insert)
+    return _parts(table, source, matched, buckets if dynamic_buckets(table) else None, update, insert)
 
 
 def _matched(
@@ -85,14 +84,15 @@ def _matched(
     order: np.ndarray,
     ordered: np.ndarray,
     prune: Filters | None,
-) -> np.ndarray:
-    """Whether each source row's key is in the target, reading the target's key columns a window at a time."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """Whether each source row's key is in the target, and the bucket it is in there (int32; -1: not in the target),
+    reading the target's key columns a window at a time."""
     matched = np.zeros(len(order), dtype=bool)
+    buckets = np.full(len(order), -1, dtype=np.int32)
     if not len(order):
-        return matched
-    reader = table.split_reader(list(on))  # ``prune`` prunes files; the rows are looked up exactly below
-    splits = table.plan(prune, key_ranges=in_process_key_ranges(), snapshot_id=snapshot_id)
-    for window in reader.read_splits(splits, ahead=1):
+        return matched, buckets
+    # ``prune`` prunes files; the rows are looked up exactly below
+    for window, bucket in bucket_windows(table, snapshot_id, list(on), prune, 1, exact=False):
         if not window.num_rows:
             continue
         columns = [window.column(c) for c in on]
@@ -109,21 +109,28 @@ def _matched(
             equal = pc.equal(column.filter(mask), key.take(taken))
             same &= np.asarray(pc.fill_null(equal, False).to_numpy(zero_copy_only=False), dtype=bool)
         matched[rows[same]] = True
-    return matched
+        buckets[rows[same]] = bucket
+    return matched, buckets
 
 
-def _parts(table: DmlTable, source: pa.Table, matched: np.ndarray, update: bool, insert: bool) -> ChangeStream:
+def _parts(
+    table: DmlTable, source: pa.Table, matched: np.ndarray, buckets: np.ndarray | None, update: bool, insert: bool
+) -> ChangeStream:
+    """The source a part at a time: ``+U`` where its key is in the target, else ``+I``; each part with its rows'
+    buckets in the target (``buckets``, -1: not there; for a dynamic-bucket table's writer) where given."""
     schema = table.schema
     what = "merge (matched: update)" if update else "merge (not matched: insert)"
     for start in range(0, source.num_rows, PART_ROWS):
         rows = source.slice(start, PART_ROWS)
         hit = matched[start : start + PART_ROWS]
+        placed = None if buckets is None else buckets[start : start + PART_ROWS]
         kinds = np.where(hit, np.int8(RowKind.UPDATE_AFTER), np.int8(RowKind.INSERT)).astype(np.int8)
         if not (update and insert):
             keep = hit if update else ~hit
             rows, kinds = rows.filter(pa.array(keep)), kinds[keep]
+            placed = None if placed is None else placed[keep]
         if rows.num_rows:
-            yield cast_columns(rows, schema, what), kinds
+            yield cast_columns(rows, schema, what), kinds, placed
 
 
 __all__ = ["PART_ROWS", "upsert_changes", "upserts_only"]

@@ -55,7 +55,12 @@ class AppendWriter(TableWriter):
         self._retracts: list[pa.Table] = []
 
     def _write_table(
-        self, table: pa.Table, row_kind: RowKindArg, target_columns: Sequence[str] | None, cast: bool = False
+        self,
+        table: pa.Table,
+        row_kind: RowKindArg,
+        target_columns: Sequence[str] | None,
+        cast: bool = False,
+        buckets: np.ndarray | None = None,
     ) -> None:
         if target_columns is not None:
             raise UnsupportedError(
@@ -167,12 +172,14 @@ class AppendWriter(TableWriter):
     def _run_budget(self) -> int:
         return max(1, self.options.write_buffer_size)  # rows are written as they are: no sorted copy
 
-    def _flush_bucket(self, bucket_id: BucketId, rows: pa.Table) -> None:
-        partition, bucket = bucket_id
-        first = self._next_seq.get(bucket_id, 0)
-        self._next_seq[bucket_id] = first + rows.num_rows
-        files = write_append_files(self.fileio, self.schema, partition, bucket, rows, first)
-        self._new_files.setdefault(bucket_id, []).extend(files)
+    def _flush_bucket(
+        self, job: tuple[BucketId, pa.Table, int]
+    ) -> tuple[BucketId, list[DataFileMeta], list[DataFileMeta]]:
+        (partition, bucket), rows, first = job
+        return (partition, bucket), [], write_append_files(self.fileio, self.schema, partition, bucket, rows, first)
+
+    def _flushed(self, bucket_id: BucketId, changelog: list[DataFileMeta], files: list[DataFileMeta]) -> None:
+        self._new_files.setdefault(bucket_id, []).extend(files)  # rows as they came: no sorted run to merge
 
 
 def write_append_files(

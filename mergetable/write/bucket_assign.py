@@ -324,7 +324,9 @@ class DynamicBucketAssigner:
         if len(parts) == 1:
             return self._assign_partition(self._partition(parts[0]), hashes)
         out = np.empty(len(hashes), dtype=np.int32)
-        order = np.argsort(part_ids, kind="stable")
+        # a stable sort of small ints is a radix sort in numpy (of int64 a merge sort, 5x slower for 200k rows)
+        small = part_ids.astype(np.int16) if len(parts) < 2**15 else part_ids
+        order = np.argsort(small, kind="stable")
         bounds = np.flatnonzero(np.diff(part_ids[order])) + 1
         for rows in np.split(order, bounds):
             pid = int(part_ids[rows[0]])
@@ -374,4 +376,31 @@ class DynamicBucketAssigner:
         return bases
 
 
-__all__ = ["DynamicBucketAssigner", "HashIndexLoader", "PartitionHashes", "place_new_hashes"]
+def known_buckets(
+    assigner: DynamicBucketAssigner, buckets: np.ndarray
+) -> Callable[[pa.Table, np.ndarray, Sequence[Partition]], np.ndarray]:
+    """An ``assign`` for rows whose bucket is known where ``buckets`` is not -1 (rows read from their bucket: a
+    key never moves, so the HASH index need not be looked up); ``assigner`` places the others.
+
+    >>> import tempfile
+    >>> from mergetable.core.fileio import FileIO
+    >>> schema = TableSchema.create(pa.schema([("id", pa.int64())]), ["id"])
+    >>> a = DynamicBucketAssigner(FileIO(tempfile.mkdtemp()), schema, lambda p: PartitionHashes())
+    >>> known_buckets(a, np.array([2, -1]))(pa.table({"id": [1, 2]}), np.zeros(2, np.int64), [()]).tolist()
+    [2, 0]
+    """
+
+    def assign(table: pa.Table, part_ids: np.ndarray, parts: Sequence[Partition]) -> np.ndarray:
+        out = np.asarray(buckets, dtype=np.int32)
+        unknown = np.flatnonzero(out < 0)
+        if not len(unknown):
+            return out
+        keys = table.select(list(assigner.schema.trimmed_primary_keys)).take(pa.array(unknown))
+        out = out.copy()
+        out[unknown] = assigner.assign(keys, part_ids[unknown], parts)
+        return out
+
+    return assign
+
+
+__all__ = ["DynamicBucketAssigner", "HashIndexLoader", "PartitionHashes", "known_buckets", "place_new_hashes"]

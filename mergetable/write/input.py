@@ -312,12 +312,31 @@ def partition_ids(table: pa.Table, schema: TableSchema) -> tuple[np.ndarray, lis
             else pa.DictionaryArray.from_arrays(e.indices, e.dictionary.cast(pa.string()))
         )
     combined = np.zeros(table.num_rows, dtype=np.int64)
+    count = 1
     for e in encoded:
         combined = combined * len(e.dictionary) + np.asarray(e.indices.to_numpy(zero_copy_only=False), np.int64)
-        _, combined = np.unique(combined, return_inverse=True)
-    distinct, first = np.unique(combined, return_index=True)
-    values = [e.dictionary.take(e.indices.take(pa.array(first))).to_pylist() for e in encoded]
-    return combined.astype(np.int64), [tuple(v[i] for v in values) for i in range(len(distinct))]
+        count, combined = _dense(combined, count * len(e.dictionary), first=count == 1)
+    row = np.empty(count, dtype=np.int64)
+    row[combined] = np.arange(table.num_rows)  # a row of each partition (which one does not matter)
+    values = [e.dictionary.take(e.indices.take(pa.array(row))).to_pylist() for e in encoded]
+    return combined, [tuple(v[i] for v in values) for i in range(count)]
+
+
+def _dense(codes: np.ndarray, bound: int, first: bool) -> tuple[int, np.ndarray]:
+    """The distinct ``codes`` (ints in ``[0, bound)``) renumbered ``0..count-1`` in their order, and ``count``: what
+    ``np.unique(codes, return_inverse=True)`` gives, counted in one pass where ``bound`` is small (a sort of 200k
+    rows' codes took 5 ms, a count 0.3 ms). The first column's codes are its dictionary's indices: dense already.
+
+    >>> _dense(np.array([7, 2, 7, 4]), 8, first=False)
+    (3, array([2, 0, 2, 1]))
+    """
+    if first:
+        return bound, codes
+    if bound > 4 * len(codes) + 1024:
+        distinct, inverse = np.unique(codes, return_inverse=True)
+        return len(distinct), inverse.astype(np.int64)
+    present = np.bincount(codes, minlength=bound) > 0
+    return int(present.sum()), (np.cumsum(present) - 1)[codes]
 
 
 def partitions_of(table: pa.Table, schema: TableSchema) -> list[tuple[str | None, ...]]:

@@ -18,10 +18,12 @@ from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND, TableSchema, che
 from mergetable.merge import MergeFunction
 from mergetable.merge.base import drop_write_mask, with_write_mask
 from mergetable.metadata.models import CommitMessage, DataFileMeta
-from mergetable.write.bucket_assign import DynamicBucketAssigner
+from mergetable.write.bucket_assign import DynamicBucketAssigner, known_buckets
 from mergetable.write.cross_partition import CrossPartitionRouter
 from mergetable.write.files import write_kv_files
+from mergetable.write.flushing import bounded_map
 from mergetable.write.input import (
+    BucketAssign,
     RowKindArg,
     conform,
     input_tables,
@@ -36,6 +38,8 @@ Discard = Callable[[Sequence[CommitMessage]], object]
 SPILL_MARGIN = 16
 """The buffer spills once less than ``write-buffer-size / SPILL_MARGIN`` bytes of room are left: input is buffered
 in slices of half the room, so the room halves with each slice and the buffer never outgrows the bound."""
+GIVE_BACK_FRACTION = 8
+"""A flush of at least ``write-buffer-size / GIVE_BACK_FRACTION`` bytes gives its freed pages back to the OS."""
 MergeRuns = Callable[[Partition, int, Sequence[Sequence[DataFileMeta]], int], list[DataFileMeta]]
 """Merges the sorted runs one writer spilled for a (partition, bucket) into one level-0 run whose records are
 numbered in key order from the given writer-local number (the compaction tier's
@@ -100,24 +104,38 @@ class TableWriter:
         """A postpone table's batch write (``postpone.batch-write-fixed-bucket``): each partition's fixed bucket
         count, which rows are hashed with; None: the rows of a postpone table are postponed (bucket -2)."""
         self._totals: dict[Partition, int] = {}
+        self._give_back = False
         self.router: CrossPartitionRouter | None = None
         """Routes the rows of a cross-partition table to their key's partition first
         (:mod:`mergetable.write.cross_partition`); such a table is not written without one."""
 
     # -- input ------------------------------------------------------------------------------------
     def write(
-        self, data: Any, row_kind: RowKindArg = None, target_columns: Sequence[str] | None = None, cast: bool = False
+        self,
+        data: Any,
+        row_kind: RowKindArg = None,
+        target_columns: Sequence[str] | None = None,
+        cast: bool = False,
+        buckets: np.ndarray | None = None,
     ) -> None:
         """Buffer ``data`` with its row kinds, streamed where the input streams; see :meth:`mergetable.Table.write`.
 
         One kind per row needs the rows at once; otherwise a stream is buffered a batch at a time.
+        ``buckets``: on a dynamic-bucket table, the bucket each row's key is in already (-1: not known), as a
+        row-level operation knows it of the rows it read from their bucket; such rows go there without a HASH
+        index lookup (a key never moves). Ignored where the rows are routed or filtered first.
         """
         per_row = row_kind is not None and not isinstance(row_kind, str | int | RowKind)
-        for table in [to_arrow_table(data)] if per_row else input_tables(data):
-            self._write_table(table, row_kind, target_columns, cast)
+        for table in [to_arrow_table(data)] if per_row or buckets is not None else input_tables(data):
+            self._write_table(table, row_kind, target_columns, cast, buckets)
 
     def _write_table(
-        self, table: pa.Table, row_kind: RowKindArg, target_columns: Sequence[str] | None, cast: bool = False
+        self,
+        table: pa.Table,
+        row_kind: RowKindArg,
+        target_columns: Sequence[str] | None,
+        cast: bool = False,
+        buckets: np.ndarray | None = None,
     ) -> None:
         rowkind_field = self.options.rowkind_field
         if rowkind_field is not None and row_kind is None and rowkind_field in table.schema.names:
@@ -149,12 +167,17 @@ class TableWriter:
         table = table.append_column(VALUE_KIND, kinds)
         counts = self._count if self.bucket_counts is not None else None
         assign = self.assigner.assign if self.assigner is not None else None
+        if buckets is not None and (assign is None or self.schema.is_cross_partition or len(buckets) != len(table)):
+            buckets = None  # not a dynamic-bucket table's rows as they were given
         row_bytes = max(1, table.nbytes // max(1, table.num_rows))
         start = 0
         while start < table.num_rows:
             # A slice may land in one bucket: it takes twice its bytes of the room (its rows and their copy).
             step = max(1, self._room() // 2 // row_bytes)
-            for partition, bucket, rows in split_by_bucket(table.slice(start, step), self.schema, assign, counts):
+            place: BucketAssign | None = assign
+            if self.assigner is not None and buckets is not None:
+                place = known_buckets(self.assigner, buckets[start : start + step])
+            for partition, bucket, rows in split_by_bucket(table.slice(start, step), self.schema, place, counts):
                 bucket_id = (partition, bucket)
                 self._buffer.setdefault(bucket_id, []).append(rows)
                 self._buffer_bytes += rows.nbytes
@@ -197,39 +220,78 @@ class TableWriter:
         return size - held - self._buffer_bytes - largest
 
     def flush(self) -> None:
-        """Spill every buffered bucket as a sorted run (level-0 files), releasing each bucket's rows as it goes."""
+        """Spill every buffered bucket as a sorted run (level-0 files), several buckets at once on threads while
+        their sorted copies fit in the room the buffer leaves (:func:`mergetable.write.flushing.bounded_map`),
+        each releasing its rows as it finishes."""
+        jobs: list[tuple[BucketId, pa.Table, int]] = []
+        sizes: list[int] = []
         while self._buffer:
             bucket_id = next(iter(self._buffer))
             parts = self._buffer.pop(bucket_id)
             # One contiguous table: taking rows from a chunked one first concatenates every chunk (a third copy).
             rows = pa.concat_tables(parts).combine_chunks() if len(parts) > 1 else parts[0]
             del parts
-            self._flush_bucket(bucket_id, rows)
-            del rows
-            # Arrow's allocator keeps freed pages for reuse; the next run's rows arrive as new batches, so the
-            # pages of this one's copies are given back (a 20M-row stream peaked 70 MB higher without).
-            pa.default_memory_pool().release_unused()
+            first = self._next_seq.get(bucket_id, 0)
+            self._next_seq[bucket_id] = first + rows.num_rows
+            jobs.append((bucket_id, rows, first))
+            sizes.append(self._bucket_bytes.get(bucket_id, rows.nbytes))
+        size = self.options.write_buffer_size
+        held = min(self.assigner.held_bytes, size // 2) if self.assigner is not None else 0
+        free = size - held - self._buffer_bytes
         self._buffer_bytes = 0
         self._bucket_bytes.clear()
+        # Arrow's allocator keeps freed pages for reuse, each thread its own: after a large flush the next run's
+        # rows arrive as new batches, so the pages of each bucket's rows (the buffer's) are given back here and
+        # those of its copies by the thread that made them (a 20M-row stream peaked 70 MB higher without). A small
+        # flush keeps them for the next: faulting them in again made a 200k-row merge 4% slower.
+        self._give_back = sum(sizes) >= size // GIVE_BACK_FRACTION
+        flushed = bounded_map(self._flush_bucket, jobs, sizes, free)
+        del jobs  # each bucket's rows now live only until its flush is done (bounded_map holds them no longer)
+        for bucket_id, changelog, files in flushed:
+            self._flushed(bucket_id, changelog, files)
+            if self._give_back:
+                pa.default_memory_pool().release_unused()
 
-    def _flush_bucket(self, bucket_id: BucketId, rows: pa.Table) -> None:
+    def _flush_bucket(
+        self, job: tuple[BucketId, pa.Table, int]
+    ) -> tuple[BucketId, list[DataFileMeta], list[DataFileMeta]]:
+        """One bucket's rows (numbered from ``first``) as (its changelog files, its level-0 run); on a thread."""
+        bucket_id, rows, first = job
         partition, bucket = bucket_id
         n = rows.num_rows
-        first = self._next_seq.get(bucket_id, 0)
-        self._next_seq[bucket_id] = first + n
         kv = self._to_kv(rows, np.arange(first, first + n, dtype=np.int64))
+        del rows
         write_cols = self._buffer_cols
+        changelog: list[DataFileMeta] = []
         if self.options.changelog_producer is ChangelogProducer.INPUT:
-            files = write_kv_files(
+            changelog = write_kv_files(
                 self.fileio, self.schema, partition, bucket, kv, level=0, changelog=True, write_cols=write_cols
             )
-            self._changelog_files.setdefault(bucket_id, []).extend(files)
         if write_cols is not None:
             kv = with_write_mask(kv, self.schema, write_cols)
-        merged = drop_write_mask(self.merge_function.merge(kv, seq_ordered=True))
-        files = write_kv_files(
-            self.fileio, self.schema, partition, bucket, merged, level=0, write_cols=write_cols, number=first
-        )
+        try:
+            merged = drop_write_mask(self.merge_function.merge(kv, seq_ordered=True))
+            del kv
+            files = write_kv_files(
+                self.fileio, self.schema, partition, bucket, merged, level=0, write_cols=write_cols, number=first
+            )
+            del merged
+            if self._give_back:
+                pa.default_memory_pool().release_unused()
+        except BaseException:
+            if changelog:  # written already: handed to the writer, whose abort deletes them
+                total = self.options.bucket
+                message = CommitMessage(
+                    partition=partition, bucket=bucket, total_buckets=total, changelog_files=tuple(changelog)
+                )
+                self._discard([message])
+            raise
+        return bucket_id, changelog, files
+
+    def _flushed(self, bucket_id: BucketId, changelog: list[DataFileMeta], files: list[DataFileMeta]) -> None:
+        """Record the files one bucket's flush wrote: its changelog and a sorted run of level-0 files."""
+        if changelog:
+            self._changelog_files.setdefault(bucket_id, []).extend(changelog)
         self._new_files.setdefault(bucket_id, []).extend(files)
         self._runs.setdefault(bucket_id, []).append(files)
 

@@ -106,6 +106,11 @@ def _apply(t: mt.Table, oracle: Oracle, step: tuple[Any, ...]) -> None:
         for key, val in source.items():
             if key not in existing and val[0] is not None:
                 oracle[key] = val
+    elif kind == "upsert":
+        src = _table(step[1])
+        t.merge(src).when_matched_update_all().when_not_matched_insert_all().execute()
+        for r in src.to_pylist():
+            oracle[(r["k"], r["p"])] = (r["v"], r["s"])
     else:
         t.compact(full=step[1])
 
@@ -122,5 +127,35 @@ def test_delete_update_merge_match_the_oracle(steps: list[tuple[Any, ...]], buck
             got = {(r["k"], r["p"]): (r["v"], r["s"]) for r in t.read().to_pylist()}
             assert got == oracle, step
             assert t.count() == len(oracle)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _buckets_of_keys(t: mt.Table) -> dict[Key, set[int]]:
+    """The buckets each live key's records are in (split by split)."""
+    reader = t.split_reader(["k", "p"])
+    out: dict[Key, set[int]] = {}
+    for split in t.plan():
+        for rows in reader.read_split(split):
+            for r in rows.to_pylist():
+                out.setdefault((r["k"], r["p"]), set()).add(split.bucket)
+    return out
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(st.one_of(op, st.tuples(st.just("upsert"), rows)), min_size=1, max_size=8))
+def test_row_level_operations_on_dynamic_buckets_match_the_oracle(steps: list[tuple[Any, ...]]) -> None:
+    """Dynamic buckets of 4 keys: updated, deleted and upserted keys stay in the bucket their HASH index names
+    (the operations place the rows they read without looking it up)."""
+    root = tempfile.mkdtemp()
+    try:
+        t = mt.create_table(f"{root}/t", SCHEMA, ["k", "p"], ["p"], options={"dynamic-bucket.target-row-num": "4"})
+        oracle: Oracle = {}
+        for step in steps:
+            _apply(t, oracle, step)
+            got = {(r["k"], r["p"]): (r["v"], r["s"]) for r in t.read().to_pylist()}
+            assert got == oracle, step
+            placed = _buckets_of_keys(t)
+            assert set(placed) == set(oracle) and all(len(b) == 1 for b in placed.values()), step
     finally:
         shutil.rmtree(root, ignore_errors=True)
