@@ -3,6 +3,7 @@ time travel, pushdown on/off, failures and schema errors."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import decimal
 import shutil
@@ -296,6 +297,16 @@ def test_schema_mismatch_fails_clearly(spark: SparkSession, tmp_path: Path) -> N
     assert len(_data_snapshots(uri)) == 1
 
 
+def _file_sizes(root: Path) -> set[tuple[Path, int]]:
+    """Every file under ``root`` with its size (a file removed while they are listed is left out)."""
+    out = set()
+    for p in root.rglob("*"):
+        with contextlib.suppress(FileNotFoundError):
+            if p.is_file():
+                out.add((p, p.stat().st_size))
+    return out
+
+
 def test_failed_task_leaves_the_table_unchanged(spark: SparkSession, tmp_path: Path) -> None:
     uri = str(tmp_path / "t")
     _orders(spark, [(i, "a", 1.0, "x") for i in range(10)]).write.format("mergetable").mode("append").option(
@@ -327,6 +338,13 @@ def test_failed_task_leaves_the_table_unchanged(spark: SparkSession, tmp_path: P
         tracker, deadline = spark.sparkContext.statusTracker(), time.monotonic() + 60
         while tracker.getActiveStageIds() and time.monotonic() < deadline:
             time.sleep(0.1)
+        # a cancelled task's Python worker may still be writing: wait until the files stop changing for a second
+        seen, still = None, 0.0
+        while still < 1.0 and time.monotonic() < deadline:
+            now = _file_sizes(Path(root))
+            still = still + 0.25 if now == seen else 0.0
+            seen = now
+            time.sleep(0.25)
         late = {p for p in Path(root).rglob("*.parquet") if p.name not in before}
         late |= {p for p in (Path(root) / STAGING_DIR).rglob("*") if p.is_file()}  # such a task's marker
         assert all(p.stat().st_mtime > float(failed_at.read_text()) - 0.01 for p in late)
