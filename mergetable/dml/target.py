@@ -15,7 +15,6 @@ that of the rows it matches, not of the table.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -25,9 +24,7 @@ import pyarrow.compute as pc
 from mergetable.core.hashing import hash_keys
 from mergetable.core.predicates import Filters
 from mergetable.dml.apply import DmlTable
-from mergetable.read.parallel import in_process_key_ranges, merge_threads, ordered_streams
-from mergetable.read.reader import MERGE_AHEAD_STREAMING
-from mergetable.read.scan import Split
+from mergetable.read.parallel import in_process_key_ranges
 
 
 def read_target(table: DmlTable, snapshot_id: int, columns: Sequence[str] | None, filter: Filters | None) -> pa.Table:
@@ -53,15 +50,7 @@ def bucket_windows(
     window with the bucket it was read from."""
     reader = table.split_reader(columns, filter if exact else None)
     splits = table.plan(filter, key_ranges=in_process_key_ranges(), snapshot_id=snapshot_id)
-    prefetch = ahead is None
-    workers = max(1, min(8, os.cpu_count() or 1, len(splits)))
-    merging = merge_threads() if prefetch else min(MERGE_AHEAD_STREAMING, merge_threads())
-    share, each = max(1, reader.window_bytes // workers), max(1, merging // workers)  # shared as read_splits does
-
-    def read(split: Split) -> Iterator[tuple[pa.Table, int]]:
-        return ((rows, split.bucket) for rows in reader.read_split(split, share, prefetch, merge_ahead=each))
-
-    return ordered_streams(splits, read, workers, ahead)
+    return ((rows, split.bucket) for split, rows in reader.split_windows(splits, ahead=ahead))
 
 
 def read_target_buckets(

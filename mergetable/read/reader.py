@@ -361,18 +361,27 @@ class SplitReader:
         the consumer, so memory stays bounded for streaming scans (``ahead=None``: as far as they can, their
         files decoded ahead too, for a consumer that keeps every row anyway).
         """
+        for _, rows in self.split_windows(splits, workers, ahead):
+            yield rows
+
+    def split_windows(
+        self, splits: Iterable[Split], workers: int | None = None, ahead: int | None = 1
+    ) -> Iterator[tuple[Split, pa.Table]]:
+        """:meth:`read_splits`, each window with the split it was read from."""
         prefetch = ahead is None
         merging = merge_threads() if prefetch else min(MERGE_AHEAD_STREAMING, merge_threads())
         if isinstance(splits, Sequence) and len(splits) <= 1:
             for split in splits:
-                yield from self.read_split(split, prefetch=prefetch, merge_ahead=merging)
+                yield from ((split, rows) for rows in self.read_split(split, prefetch=prefetch, merge_ahead=merging))
             return
         workers = workers or min(8, os.cpu_count() or 1)
+        if isinstance(splits, Sequence):
+            workers = min(workers, len(splits))
         share = max(1, self.window_bytes // workers)  # the workers share one window budget, and the merge threads
         each = max(1, merging // workers)
 
-        def read(split: Split) -> Iterator[pa.Table]:
-            return self.read_split(split, share, prefetch, merge_ahead=each)
+        def read(split: Split) -> Iterator[tuple[Split, pa.Table]]:
+            return ((split, rows) for rows in self.read_split(split, share, prefetch, merge_ahead=each))
 
         yield from ordered_streams(splits, read, workers, ahead)
 

@@ -15,18 +15,15 @@ threads, :func:`mergetable.read.parallel.merge_threads`) the buckets are written
 from __future__ import annotations
 
 import os
-import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import TypeVar
+
+from mergetable.core.threads import process_pool
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-_POOL: tuple[int, ThreadPoolExecutor] | None = None
-_POOL_LOCK = threading.Lock()
-
 
 FLUSH_MIN_CORES = 3
 """Below this many cores a flush writes one bucket after the other (see the module docstring)."""
@@ -40,17 +37,6 @@ def flush_threads(cores: int | None = None) -> int:
     """
     n = cores if cores is not None else os.cpu_count() or 1
     return n if n >= FLUSH_MIN_CORES else 1
-
-
-def _pool() -> ThreadPoolExecutor:
-    """One pool for the process, at least one thread per core (made again in a forked child, whose copy of the
-    parent's has no threads); a caller's ``threads`` bounds how many it uses."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None or _POOL[0] != os.getpid():
-            threads = max(8, os.cpu_count() or 1)
-            _POOL = (os.getpid(), ThreadPoolExecutor(threads, thread_name_prefix="mergetable-flush"))
-        return _POOL[1]
 
 
 def bounded_map(
@@ -71,7 +57,7 @@ def bounded_map(
         while pending:
             yield fn(pending.popleft()[0])
         return
-    pool = _pool()
+    pool = process_pool("flush", max(8, os.cpu_count() or 1))  # one for the process; ``threads`` bound its use
     running: deque[tuple[Future[R], int]] = deque()
     error: BaseException | None = None
     while pending or running:
