@@ -58,6 +58,46 @@ def pool_empty(n: int, dtype: npt.DTypeLike) -> np.ndarray:
     return np.frombuffer(pa.allocate_buffer(max(0, n) * dt.itemsize), dtype=dt, count=max(0, n))
 
 
+_ROW_NUMBERS: dict[np.dtype, np.ndarray] = {}
+_ROW_NUMBERS_CACHED = 1 << 20
+
+
+def row_numbers(start: int, count: int, dtype: npt.DTypeLike) -> np.ndarray:
+    """``arange(start, start + count)`` of ``dtype``, a read-only view of a shared array while it is short.
+
+    >>> row_numbers(2, 3, np.int32).tolist()
+    [2, 3, 4]
+    """
+    dt = np.dtype(dtype)
+    stop = start + count
+    if stop > _ROW_NUMBERS_CACHED:
+        return np.arange(start, stop, dtype=dt)
+    cached = _ROW_NUMBERS.get(dt)
+    if cached is None or len(cached) < stop:
+        cached = np.arange(min(_ROW_NUMBERS_CACHED, max(stop, 2 * (0 if cached is None else len(cached)))), dtype=dt)
+        cached.flags.writeable = False
+        _ROW_NUMBERS[dt] = cached
+    return cached[start:stop]
+
+
+def int_range(first: int, count: int, dtype: npt.DTypeLike) -> np.ndarray:
+    """``arange(first, first + count)`` of ``dtype`` in memory from Arrow's pool (see :func:`pool_empty`): a
+    read keeps many such columns, which the C allocator would fault in page by page every time.
+
+    >>> int_range(-2, 4, np.int64).tolist()
+    [-2, -1, 0, 1]
+    >>> big = int_range(5, 3 << 20, np.int64)
+    >>> bool((big == np.arange(5, 5 + (3 << 20))).all())
+    True
+    """
+    dt = np.dtype(dtype)
+    out = pool_empty(count, dt)
+    for at in range(0, count, _ROW_NUMBERS_CACHED):  # the shared row numbers, block by block
+        m = min(_ROW_NUMBERS_CACHED, count - at)
+        np.add(row_numbers(0, m, dt), dt.type(first + at), out=out[at : at + m])
+    return out
+
+
 def from_numpy(values: np.ndarray, valid: np.ndarray | None, t: pa.DataType) -> pa.Array:
     """An Arrow array of type ``t`` from numbers in its storage representation and a validity mask."""
     n = len(values)
@@ -131,7 +171,7 @@ def take_keyed(rows: pa.Table, idx: np.ndarray, key: str | None) -> pa.Table:
     if last - first + 1 != n:
         return take_rows(rows, idx)
     # n distinct ascending integers from first to last are exactly that range
-    keys = pa.array(np.arange(first, last + 1, dtype=field.type.to_pandas_dtype()), field.type)
+    keys = pa.array(int_range(first, n, field.type.to_pandas_dtype()), field.type)
     rest = rows.remove_column(i)
     if not rest.num_columns:  # the key alone
         return pa.Table.from_arrays([keys], schema=rows.schema)
@@ -142,9 +182,11 @@ __all__ = [
     "decimal_from_unscaled",
     "decimal_unscaled",
     "from_numpy",
+    "int_range",
     "is_numeric_storage",
     "pool_empty",
     "raw_numpy",
+    "row_numbers",
     "scatter",
     "storage_dtype",
     "take_keyed",

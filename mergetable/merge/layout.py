@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mergetable.core.schema import SEQUENCE_NUMBER, VALUE_KIND
-from mergetable.merge.arrays import pool_empty, raw_numpy, take_keyed, take_rows
+from mergetable.merge.arrays import pool_empty, raw_numpy, row_numbers, take_keyed, take_rows
 from mergetable.merge.grouping import _int_view, _is_int_like, group_starts, sort_permutation
 
 _RADIX_MAX_BITS = 48
@@ -137,7 +137,7 @@ def newest_per_key(
     for k in chunks:
         m = len(k)
         # keys are unique within a chunk, so each assignment writes every slot at most once
-        slot[np.subtract(k, np.int64(lo), out=shifted[:m])] = _row_numbers(start, m, dtype)
+        slot[np.subtract(k, np.int64(lo), out=shifted[:m])] = row_numbers(start, m, dtype)
         start += m
     if int(slot.min()) >= 0:  # every key value of the span is present (a dense key): the slots are the rows
         return slot
@@ -153,23 +153,6 @@ def _key_chunks(column: pa.ChunkedArray) -> list[np.ndarray]:
     key = _int_view(column)
     bounds = np.cumsum([0] + [len(c) for c in column.chunks])
     return [key[a:b] for a, b in itertools.pairwise(bounds) if b > a]
-
-
-_ROW_NUMBERS: dict[np.dtype, np.ndarray] = {}
-_ROW_NUMBERS_CACHED = 1 << 20
-
-
-def _row_numbers(start: int, count: int, dtype: np.dtype) -> np.ndarray:
-    """``arange(start, start + count)`` of ``dtype``, a read-only view of a shared array while it is short."""
-    stop = start + count
-    if stop > _ROW_NUMBERS_CACHED:
-        return np.arange(start, stop, dtype=dtype)
-    cached = _ROW_NUMBERS.get(dtype)
-    if cached is None or len(cached) < stop:
-        cached = np.arange(min(_ROW_NUMBERS_CACHED, max(stop, 2 * (0 if cached is None else len(cached)))), dtype=dtype)
-        cached.flags.writeable = False
-        _ROW_NUMBERS[dtype] = cached
-    return cached[start:stop]
 
 
 def group_last_where(gid: np.ndarray, n_groups: int, mask: np.ndarray | None) -> np.ndarray:
