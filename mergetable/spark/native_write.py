@@ -52,7 +52,7 @@ from pyspark.sql import functions as F
 from mergetable.core import paths
 from mergetable.core.option_map import OptionMap
 from mergetable.core.schema import TableSchema, normalize_arrow_type
-from mergetable.metadata.models import CommitMessage, DataFileMeta
+from mergetable.metadata.models import CommitMessage, DataFileMeta, SimpleStats
 from mergetable.metadata.stats import parquet_file_stats
 from mergetable.spark.bucketing import unused_name
 from mergetable.spark.native import _UNSAFE_PATH, _clashing, _quoted, native_type
@@ -102,6 +102,7 @@ def native_append(df: DataFrame, uri: str, mode: str, options: dict[str, str]) -
             plan.frame.write.mode("overwrite").options(**plan.options).partitionBy(*plan.copies).parquet(staging)
         task.messages = _place(job, staging, moved)
         task.rows = sum(f.row_count for m in task.messages for f in m.new_files)
+        # gone before the commit, which takes any other name in the job's directory for an unknown attempt's marker
         shutil.rmtree(staging, ignore_errors=True)
         writer.commit([task])
     except BaseException as exc:
@@ -204,7 +205,8 @@ class _Staged:
     partition: tuple[str | None, ...]
     rows: int
     size: int
-    stats: Any
+    stats: SimpleStats | None
+    """None for a file without rows."""
 
 
 def _place(job: WriteJob, staging: str, moved: list[str]) -> list[CommitMessage]:
@@ -218,7 +220,7 @@ def _place(job: WriteJob, staging: str, moved: list[str]) -> list[CommitMessage]
     prefix = tagged_prefixes(schema, job.job_id)[0]
     by_partition: dict[tuple[str | None, ...], list[DataFileMeta]] = {}
     for s in staged:
-        if not s.rows:
+        if s.stats is None:  # no rows
             continue
         metas = by_partition.setdefault(s.partition, [])
         name = paths.PathFactory.new_data_file_name(prefix)

@@ -37,6 +37,7 @@ from mergetable.core.dynamic_buckets import (
     MAX_DYNAMIC_BUCKETS,
     distinct_inverse,
     forget_hash_files,
+    hash_file_bytes,
     hash_index_file_prefix,
     key_hashes,
 )
@@ -350,7 +351,8 @@ class DynamicBucketAssigner:
         index = self._partitions.get(partition)
         if index is None or bucket not in index.added:
             return (), ()
-        data = index.bucket_hashes(bucket, HASH_FILE_DTYPE).tobytes()  # the bucket's hashes before and now
+        # the bucket's hashes before and now, converted once: to the file's byte order
+        data = hash_file_bytes(index.bucket_hashes(bucket, HASH_FILE_DTYPE))
         name = new_file_name(self.index_prefix)
         self.fileio.write_bytes(self.paths.index_file(name), data)
         replaced = tuple(index.base.files.get(bucket, ()))
