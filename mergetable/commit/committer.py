@@ -214,7 +214,10 @@ class Committer:
             messages, next_seq = assign_sequence_numbers(messages, next_seq, stamp)
         delta = self._delta_entries(live, messages, kind, overwrite)
         self._check_conflicts(live, delta, kind)
-        dropped = {e.partition for e in live if overwrite is not None and overwrite.covers(e.partition)}
+        dropped: set[Partition] = set()
+        if overwrite is not None:  # a partition may hold index files and no data file (a HASH entry of a delete)
+            held = {e.partition for e in live} | {e.partition for e in self.indexes.entries(latest)}
+            dropped = {p for p in held if overwrite.covers(p)}
         compaction = kind is CommitKind.COMPACT
         live_files = None
         if any(m.compact_index_files if compaction else marks_rows(m) for m in messages):

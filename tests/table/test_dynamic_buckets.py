@@ -200,6 +200,20 @@ def test_compaction_keeps_the_hash_index_and_overwrite_replaces_it(tmp_path: Pat
     }  # the overwritten partition's index is the one of the new rows
 
 
+def test_overwrite_replaces_the_index_of_a_partition_without_data_files(tmp_path: Path) -> None:
+    # with deletion vectors a delete of a key never written leaves no data file, but its hash is placed
+    t = small(str(tmp_path / "t"), **{"deletion-vectors.enabled": "true", "dynamic-bucket.target-row-num": "2"})
+    t.write(rows([3]), row_kind="-D")
+    assert not t.files() and list(hash_index(t)) == [((), 0)]
+    t.write(rows([0, 2, 3]), overwrite=True)  # key 3 lands in bucket 1 now: bucket 0's old index is gone
+    assert sorted(t.read().column("id").to_pylist()) == [0, 2, 3]
+    assert_one_bucket_per_key(t)
+    index = hash_index(t)
+    assert len(index) == 2
+    placed = np.concatenate(list(index.values()))
+    assert sorted(placed.tolist()) == sorted(key_hashes([pa.array([0, 2, 3], pa.int64())]).tolist())
+
+
 def test_rollback_restores_the_hash_index(tmp_path: Path) -> None:
     t = small(str(tmp_path / "t"))
     t.write(rows(range(15)))
